@@ -1,0 +1,137 @@
+"""gpuledger's one configuration: a TOML file, environment overrides, defaults.
+
+Precedence: environment > file > default. The file is ``--config PATH``, else
+``$GPULEDGER_CONFIG``, else ``./gpuledger.toml`` when present, else built-in defaults.
+Any scalar key of a section can be overridden as ``GPULEDGER_<SECTION>_<KEY>``
+(e.g. ``GPULEDGER_STORE_DSN``); values are read as TOML literals, falling back to strings.
+Secrets are references (``{ env = "VAR" }`` / ``{ file = "/path" }``), never literals.
+``gpuledger.example.toml`` documents every key; a test checks it stays complete.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from gpuledger.configschema import Secret, build
+from gpuledger.errors import ConfigError
+
+DEFAULT_DSN = "chdb://~/.local/share/gpuledger/store"
+ENV_PREFIX = "GPULEDGER_"
+
+
+@dataclass
+class StoreConfig:
+    dsn: str = DEFAULT_DSN
+    password: Secret | None = None          # for a server DSN written without its password
+    raw_retention_days: int = 400           # TTL of gpu_samples; rollups are kept
+    insert_batch_rows: int = 200_000        # rows per insert from the writer
+
+    def validate(self):
+        if self.raw_retention_days < 1:
+            return "raw_retention_days", "a number of days >= 1"
+        if self.insert_batch_rows < 1:
+            return "insert_batch_rows", "a number of rows >= 1"
+        return None
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8050
+
+    def validate(self):
+        if not 0 < self.port < 65536:
+            return "port", "a TCP port between 1 and 65535"
+        return None
+
+
+@dataclass
+class TeamConfig:
+    name: str
+    budget_usd_month: float = 0.0           # 0: no budget
+    contact: str = ""                       # where the team's alerts go (a channel name or address)
+
+
+@dataclass
+class Config:
+    store: StoreConfig = field(default_factory=StoreConfig)
+    server: ServerConfig = field(default_factory=ServerConfig)
+    teams: list[TeamConfig] = field(default_factory=list)
+    source: str = "defaults"                # where this config was read from (not a key)
+
+    def store_dsn(self) -> str:
+        """The DSN with the password from its secret, if one is configured."""
+        dsn = self.store.dsn
+        if self.store.password and "://" in dsn and not dsn.startswith("chdb:"):
+            scheme, rest = dsn.split("://", 1)
+            user_host = rest.split("@", 1)
+            user, hostpart = (user_host[0].split(":")[0], user_host[1]) if len(user_host) == 2 else ("default", rest)
+            from urllib.parse import quote
+
+            dsn = f"{scheme}://{user}:{quote(self.store.password.get(), safe='')}@{hostpart}"
+        return dsn
+
+
+SECTIONS = {f.name: f for f in dataclasses.fields(Config) if f.name != "source"}
+
+
+def config_path(explicit: str | None, env: Mapping[str, str]) -> Path | None:
+    if explicit:
+        return Path(explicit)
+    if env.get("GPULEDGER_CONFIG"):
+        return Path(env["GPULEDGER_CONFIG"])
+    local = Path("gpuledger.toml")
+    return local if local.exists() else None
+
+
+def load(explicit: str | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Read, override and validate the configuration; raise ConfigError naming file and key."""
+    env = os.environ if env is None else env
+    path = config_path(explicit, env)
+    raw: dict = {}
+    name = "defaults"
+    if path is not None:
+        name = str(path)
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: config file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    raw = apply_env_overrides(raw, env)
+    if "source" in raw:
+        raise ConfigError(f"{name}: unknown key 'source'")
+    config = build(Config, raw, "", name, env)
+    config.source = name
+    return config
+
+
+def apply_env_overrides(raw: dict, env: Mapping[str, str]) -> dict:
+    """Fold ``GPULEDGER_<SECTION>_<KEY>`` variables into the raw document."""
+    raw = dict(raw)
+    for section, fld in SECTIONS.items():
+        cls = fld.default_factory if fld.default_factory is not dataclasses.MISSING else None
+        if cls is None or not dataclasses.is_dataclass(cls):
+            continue
+        for sub in dataclasses.fields(cls):
+            var = f"{ENV_PREFIX}{section}_{sub.name}".upper()
+            if var not in env:
+                continue
+            table = dict(raw.get(section) or {})
+            if "Secret" in str(sub.type):
+                table[sub.name] = {"env": var}
+            else:
+                table[sub.name] = _literal(env[var])
+            raw[section] = table
+    return raw
+
+
+def _literal(text: str):
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text

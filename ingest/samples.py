@@ -1,0 +1,149 @@
+"""``gpuledger ingest samples``: bulk import of GPU samples from CSV / Parquet files.
+
+Columns are those of ``gpu_samples`` (see ``sql/001_gpu_samples.sql`` and the README):
+``ts``, ``host`` and ``gpu_uuid`` are required, the others default when absent (NULL for
+telemetry, '' for labels), and an unknown column is refused by name. Each file loads
+all-or-nothing; a file already loaded (same content) is skipped, so re-running a backfill
+never doubles it.
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from collector.records import GPU_SAMPLE_COLUMNS
+from gpuledger.errors import InputError
+from ingest import badrows
+from ingest.writer import column_types, file_format, load_file
+
+log = logging.getLogger(__name__)
+
+TABLE = "gpu_samples"
+REQUIRED = ("ts", "host", "gpu_uuid")
+SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz")
+
+
+@dataclass
+class LoadReport:
+    files_loaded: int = 0
+    files_skipped: int = 0
+    rows: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def expand(paths: Iterable[str | Path], suffixes: tuple[str, ...] = SUFFIXES) -> list[Path]:
+    """Files named, found under directories, or matched by glob patterns; sorted, no repeats."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found += sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(suffixes))
+        elif path.exists():
+            found.append(path)
+        else:
+            matches = sorted(Path().glob(str(raw))) if any(ch in str(raw) for ch in "*?[") else []
+            if not matches:
+                raise InputError("no such file or directory", path=str(raw))
+            found += [p for p in matches if p.is_file()]
+    return list(dict.fromkeys(found))
+
+
+def header(path: Path, fmt: str) -> list[str]:
+    """The column names a file declares, read without loading it."""
+    try:
+        if fmt == "Parquet":
+            import pyarrow.parquet as pq
+
+            return list(pq.read_schema(path).names)
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:
+            if fmt == "JSONEachRow":
+                import json
+
+                first = handle.readline()
+                return list(json.loads(first)) if first.strip() else []
+            delimiter = "\t" if fmt.startswith("TSV") else ","
+            return next(csv.reader(handle, delimiter=delimiter), [])
+    except (OSError, UnicodeDecodeError, ValueError, EOFError) as exc:
+        raise InputError(f"cannot read the file's header ({exc})", path=str(path)) from None
+
+
+def check_columns(path: Path, columns: list[str], known: Iterable[str], required: Iterable[str]) -> None:
+    known = list(known)
+    if not columns:
+        raise InputError("the file is empty: expected a header row naming columns", path=str(path))
+    unknown = [c for c in columns if c not in known]
+    if unknown:
+        raise InputError(
+            f"unknown column(s) {', '.join(map(repr, unknown))}; the columns of {TABLE} are: {', '.join(known)}",
+            path=str(path),
+        )
+    missing = [c for c in required if c not in columns]
+    if missing:
+        raise InputError(f"missing required column(s) {', '.join(map(repr, missing))}", path=str(path))
+    duplicated = sorted({c for c in columns if columns.count(c) > 1})
+    if duplicated:
+        raise InputError(f"column(s) named twice: {', '.join(duplicated)}", path=str(path))
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def already_loaded(store, kind: str, digest: str) -> str | None:
+    return store.scalar(
+        "SELECT any(path) FROM ingested_files WHERE kind = {k:String} AND sha256 = {d:String}", {"k": kind, "d": digest}
+    )
+
+
+def record_loaded(store, kind: str, path: Path, digest: str, rows: int) -> None:
+    store.client.insert("ingested_files", [[kind, str(path), digest, rows]], column_names=["kind", "path", "sha256", "rows"])
+
+
+def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str], None] = log.info,
+                   force: bool = False) -> LoadReport:
+    """Load sample files into gpu_samples; see the module docstring for the rules."""
+    files = expand(paths)
+    types = column_types(store, TABLE)
+    report = LoadReport()
+    for number, path in enumerate(files, 1):
+        fmt = file_format(path)
+        columns = header(path, fmt)
+        check_columns(path, columns, GPU_SAMPLE_COLUMNS, REQUIRED)
+        digest = sha256(path)
+        previous = already_loaded(store, "samples", digest)
+        if previous and not force:
+            report.files_skipped += 1
+            report.skipped.append(str(path))
+            progress(f"[{number}/{len(files)}] {path}: already loaded (as {previous}), skipped")
+            continue
+        rows = load_one(store, path, fmt, columns, types)
+        record_loaded(store, "samples", path, digest, rows)
+        report.files_loaded += 1
+        report.rows += rows
+        progress(f"[{number}/{len(files)}] {path}: {rows:,} rows")
+    return report
+
+
+def load_one(store, path: Path, fmt: str, columns: list[str], types: dict[str, str]) -> int:
+    try:
+        return load_file(store, TABLE, path, columns, fmt)
+    except Exception as exc:
+        if not hasattr(exc, "code") and "DB::Exception" not in str(exc):
+            raise
+        found = badrows.locate(store, TABLE, path, fmt, columns, types) if store.target.embedded else None
+        if found:
+            row, column, reason = found
+            raise InputError(f"{reason}; nothing from this file was stored", path=str(path), row=row, column=column) from None
+        message = str(exc).split("\n")[0][:400]
+        raise InputError(f"ClickHouse refused the file ({message}); nothing from this file was stored", path=str(path)) from None

@@ -1,0 +1,215 @@
+"""The one way to reach ClickHouse: a DSN, parsed, connected and checked.
+
+Two modes, same SQL:
+
+* ``chdb:///abs/dir`` (or ``chdb://~/dir``, ``chdb://./dir``): ClickHouse embedded in this
+  process through chDB. One process owns a directory; a second one gets ``StoreLocked`` naming
+  the owner (read from the ``gpuledger.owner`` file this module writes beside the data).
+* ``http(s)://user:password@host:port/database``: a ClickHouse server or cluster.
+
+A ``?database=NAME`` query parameter picks the database in either mode (default ``gpuledger``).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+import clickhouse_connect
+
+from gpuledger.errors import StoreError, StoreLocked, StoreUnreachable
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DATABASE = "gpuledger"
+OWNER_FILE = "gpuledger.owner"
+
+
+@dataclass(frozen=True)
+class StoreTarget:
+    """Where the store is. ``password`` is kept out of ``repr`` and ``str``."""
+
+    mode: str                      # "chdb" or "http"
+    database: str = DEFAULT_DATABASE
+    path: Path | None = None       # chdb data directory
+    host: str = ""
+    port: int = 0
+    user: str = "default"
+    password: str = field(default="", repr=False)
+    secure: bool = False
+
+    @property
+    def embedded(self) -> bool:
+        return self.mode == "chdb"
+
+    def __str__(self) -> str:  # safe for logs: never the password
+        if self.embedded:
+            return f"chdb://{self.path} (database {self.database})"
+        scheme = "https" if self.secure else "http"
+        return f"{scheme}://{self.user}@{self.host}:{self.port}/{self.database}"
+
+
+def parse_dsn(dsn: str) -> StoreTarget:
+    """Parse a store DSN; raise StoreError saying what a valid one looks like."""
+    parsed = urlparse(dsn)
+    database = parse_qs(parsed.query).get("database", [""])[0]
+    if parsed.scheme == "chdb":
+        raw = unquote(parsed.netloc + parsed.path)
+        if not raw:
+            raise StoreError(f"store DSN {dsn!r} names no directory: use chdb:///absolute/dir or chdb://~/dir")
+        path = Path(os.path.expanduser(raw)).absolute()
+        return StoreTarget("chdb", database or DEFAULT_DATABASE, path=path)
+    if parsed.scheme in ("http", "https"):
+        if not parsed.hostname:
+            raise StoreError(f"store DSN {_redact(dsn)!r} names no host: use http://user:password@host:8123/database")
+        secure = parsed.scheme == "https"
+        path_db = parsed.path.strip("/")
+        return StoreTarget(
+            "http",
+            database or path_db or DEFAULT_DATABASE,
+            host=parsed.hostname,
+            port=parsed.port or (8443 if secure else 8123),
+            user=unquote(parsed.username or "default"),
+            password=unquote(parsed.password or ""),
+            secure=secure,
+        )
+    raise StoreError(
+        f"store DSN {_redact(dsn)!r} has scheme {parsed.scheme!r}; expected chdb:///dir (embedded) "
+        "or http(s)://user:password@host:port/database (server)"
+    )
+
+
+def _redact(dsn: str) -> str:
+    parsed = urlparse(dsn)
+    if parsed.password:
+        return dsn.replace(f":{parsed.password}@", ":***@")
+    return dsn
+
+
+class Store:
+    """A connected store: the clickhouse-connect client plus where it points.
+
+    ``client`` is the plain clickhouse-connect client; use it for queries with ``parameters=``.
+    """
+
+    def __init__(self, target: StoreTarget, client):
+        self.target = target
+        self.client = client
+
+    def __repr__(self) -> str:
+        return f"Store({self.target})"
+
+    def query_df(self, sql: str, parameters: dict | None = None):
+        return self.client.query_df(sql, parameters=parameters or {})
+
+    def rows(self, sql: str, parameters: dict | None = None) -> list[tuple]:
+        return self.client.query(sql, parameters=parameters or {}).result_rows
+
+    def scalar(self, sql: str, parameters: dict | None = None):
+        rows = self.rows(sql, parameters)
+        return rows[0][0] if rows else None
+
+    def command(self, sql: str, parameters: dict | None = None, settings: dict | None = None):
+        return self.client.command(sql, parameters=parameters or None, settings=settings or None)
+
+    def read_only(self) -> "Store":
+        """A second handle on the same store that refuses writes (for user-typed SQL)."""
+        if self.target.embedded:
+            client = _chdb_client(self.target)
+            client.command("SET readonly = 1")
+        else:
+            client = _http_client(self.target, settings={"readonly": 1})
+        return Store(self.target, client)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def connect(dsn: str, *, create_database: bool = True) -> Store:
+    """Open the store named by ``dsn``: make the database if needed and check it answers."""
+    target = parse_dsn(dsn)
+    client = _chdb_client(target, use_database=False) if target.embedded else _http_client(target, use_database=False)
+    if create_database:
+        client.command(f"CREATE DATABASE IF NOT EXISTS `{target.database}`")
+    client.database = target.database
+    log.debug("connected to %s", target)
+    return Store(target, client)
+
+
+def _chdb_client(target: StoreTarget, use_database: bool = True):
+    target.path.mkdir(parents=True, exist_ok=True)
+    try:
+        client = clickhouse_connect.get_client(
+            interface="chdb", path=str(target.path), database=target.database if use_database else None
+        )
+    except Exception as exc:  # chDB reports a held directory as a generic start-up failure
+        if _held_by_another(target.path):
+            raise StoreLocked(_locked_message(target.path)) from exc
+        raise StoreError(f"cannot open the embedded store at {target.path}: {exc}") from exc
+    _write_owner(target.path)
+    return client
+
+
+def _http_client(target: StoreTarget, use_database: bool = True, settings: dict | None = None):
+    try:
+        return clickhouse_connect.get_client(
+            host=target.host, port=target.port, username=target.user, password=target.password,
+            secure=target.secure, database=target.database if use_database else None,
+            settings=settings or {}, connect_timeout=5,
+        )
+    except Exception as exc:
+        raise StoreUnreachable(
+            f"ClickHouse server at {target} does not answer ({type(exc).__name__}: {_first_line(exc)}). "
+            "Check that it runs and that host, port, user and password in the store DSN are right."
+        ) from exc
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300]
+
+
+def _held_by_another(path: Path) -> bool:
+    status = path / "status"
+    if not status.exists():
+        return False
+    import fcntl
+
+    with open(status, "rb") as handle:
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.lockf(handle, fcntl.LOCK_UN)
+    return False
+
+
+def _locked_message(path: Path) -> str:
+    owner = ""
+    try:
+        info = json.loads((path / OWNER_FILE).read_text())
+        alive = Path(f"/proc/{info['pid']}").exists()
+        owner = f" by process {info['pid']} ({info['command']}, since {info['started']})" if alive else ""
+    except (OSError, ValueError, KeyError):
+        pass
+    return (
+        f"the embedded store {path} is in use{owner or ' by another process'}. One process owns an "
+        "embedded store: stop that process, send data to it over HTTP (scrape / remote_write), "
+        "or point this command at another directory with --store"
+    )
+
+
+def _write_owner(path: Path) -> None:
+    info = {
+        "pid": os.getpid(),
+        "command": " ".join(Path(sys.argv[0]).name.split() + sys.argv[1:])[:200],
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    try:
+        (path / OWNER_FILE).write_text(json.dumps(info))
+    except OSError:
+        pass
