@@ -22,6 +22,8 @@ def base_type(ch_type: str) -> str:
 
 def cast_expr(column: str, ch_type: str) -> str:
     base = base_type(ch_type)
+    if base == "String":
+        return f"ifNull(`{column}`, '')"
     if base.startswith("DateTime64"):
         return f"parseDateTime64BestEffortOrNull(`{column}`, 3, 'UTC')"
     if base.startswith("DateTime"):

@@ -9,6 +9,7 @@ never doubles it.
 from __future__ import annotations
 
 import csv
+import glob
 import gzip
 import hashlib
 import io
@@ -47,7 +48,7 @@ def expand(paths: Iterable[str | Path], suffixes: tuple[str, ...] = SUFFIXES) ->
         elif path.exists():
             found.append(path)
         else:
-            matches = sorted(Path().glob(str(raw))) if any(ch in str(raw) for ch in "*?[") else []
+            matches = sorted(map(Path, glob.glob(str(raw), recursive=True))) if any(ch in str(raw) for ch in "*?[") else []
             if not matches:
                 raise InputError("no such file or directory", path=str(raw))
             found += [p for p in matches if p.is_file()]

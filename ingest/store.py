@@ -181,10 +181,10 @@ def _held_by_another(path: Path) -> bool:
 
     with open(status, "rb") as handle:
         try:
-            fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)  # ClickHouse holds it with flock(LOCK_EX)
         except OSError:
             return True
-        fcntl.lockf(handle, fcntl.LOCK_UN)
+        fcntl.flock(handle, fcntl.LOCK_UN)
     return False
 
 

@@ -1,0 +1,176 @@
+"""Reading NVML values one field at a time, so that each field degrades on its own.
+
+A field NVML does not support on a device (``NVMLError_NotSupported``, or a function missing
+from an older driver, ``NVMLError_FunctionNotFound``) becomes ``None`` and is not asked again
+for that device. A field the agent may not read (``NVMLError_NoPermission``) or that fails
+for another reason becomes ``None`` for this round and is counted in the agent's error
+counters (``gpuledger_agent_sample_errors_total{field=...}``). A lost GPU
+(``NVMLError_GpuIsLost`` / ``NVMLError_Unknown``) stops the reading of that GPU: see
+:class:`GpuLost`.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+MIB = 1024 * 1024
+
+# nvmlValueType_t -> attribute of c_nvmlValue_t
+_VALUE_ATTR = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal",
+               6: "usVal"}
+
+
+class GpuLost(Exception):
+    """NVML says the GPU is lost or in an unknown state; ``code`` is the NVML error code."""
+
+    def __init__(self, code: int):
+        super().__init__(f"NVML error {code}")
+        self.code = code
+
+
+@dataclass(eq=False)
+class Entity:
+    """A sampled thing (a GPU or a MIG device): its handle and what NVML told us about it."""
+    handle: object
+    mig_instance: str = ""
+    mig_profile: str = ""
+    unsupported: set[str] = field(default_factory=set)
+    last_ts: dict[object, int] = field(default_factory=dict)
+
+
+class FieldReader:
+    """Calls one NVML function for one field and applies the degradation rules above."""
+
+    def __init__(self, nvml, errors: Counter):
+        self.nvml = nvml
+        self.errors = errors
+        self._unsupported = (nvml.NVMLError_NotSupported, nvml.NVMLError_FunctionNotFound)
+        self._lost = (nvml.NVMLError_GpuIsLost, nvml.NVMLError_Unknown)
+        self._not_found = nvml.NVMLError_NotFound
+        self._error = nvml.NVMLError
+
+    def get(self, ent: Entity, name: str, fn, *args):
+        """``fn(*args)``, or None when the field is unsupported or failed."""
+        if name in ent.unsupported:
+            return None
+        try:
+            return fn(*args)
+        except self._unsupported:
+            ent.unsupported.add(name)
+        except self._lost as e:
+            raise GpuLost(e.value) from e
+        except self._error:
+            self.errors[name] += 1
+        return None
+
+    def average_samples(self, ent: Entity, name: str, kind: int):
+        """Mean of the samples NVML buffered since the last call (``nvmlDeviceGetSamples``
+        with the last seen timestamp), or None when there is none."""
+        if name in ent.unsupported:
+            return None
+        last = ent.last_ts.get(kind, 0)
+        try:
+            vtype, samples = self.nvml.nvmlDeviceGetSamples(ent.handle, kind, last)
+        except self._not_found:
+            return None
+        except self._unsupported:
+            ent.unsupported.add(name)
+            return None
+        except self._lost as e:
+            raise GpuLost(e.value) from e
+        except self._error:
+            self.errors[name] += 1
+            return None
+        attr = _VALUE_ATTR.get(vtype, "uiVal")
+        total, count, newest = 0.0, 0, last
+        for s in samples:
+            if s.timeStamp > last:
+                total += getattr(s.sampleValue, attr)
+                count += 1
+                newest = max(newest, s.timeStamp)
+        ent.last_ts[kind] = newest
+        return total / count if count else None
+
+
+def read_utilization(reader: FieldReader, ent: Entity) -> tuple[float | None, float | None]:
+    """(GPU %, memory-controller %) averaged over the interval from NVML's sample buffer,
+    falling back to ``nvmlDeviceGetUtilizationRates`` (NVML's latest one-period value) only
+    when the buffer is unsupported or holds no new sample."""
+    nvml = reader.nvml
+    gpu = reader.average_samples(ent, "util_gpu", nvml.NVML_GPU_UTILIZATION_SAMPLES)
+    mem = reader.average_samples(ent, "util_mem", nvml.NVML_MEMORY_UTILIZATION_SAMPLES)
+    if gpu is None or mem is None:
+        rates = reader.get(ent, "util_rates", nvml.nvmlDeviceGetUtilizationRates, ent.handle)
+        if rates is not None:
+            gpu = float(rates.gpu) if gpu is None else gpu
+            mem = float(rates.memory) if mem is None else mem
+    return gpu, mem
+
+
+def read_memory(reader: FieldReader, ent: Entity) -> tuple[int | None, int | None]:
+    """(used bytes, total bytes) of the GPU or of the MIG device."""
+    mem = reader.get(ent, "memory", reader.nvml.nvmlDeviceGetMemoryInfo, ent.handle)
+    return (None, None) if mem is None else (int(mem.used), int(mem.total))
+
+
+def read_physical(reader: FieldReader, ent: Entity) -> dict:
+    """Power, energy, temperature, clocks, clock-event reasons and ECC counters: properties
+    of the physical GPU (MIG devices answer NOT_SUPPORTED for them)."""
+    n, h, get = reader.nvml, ent.handle, reader.get
+    power_mw = get(ent, "power_w", n.nvmlDeviceGetPowerUsage, h)
+    energy_mj = get(ent, "energy_j", n.nvmlDeviceGetTotalEnergyConsumption, h)
+    temp = get(ent, "temperature_c", n.nvmlDeviceGetTemperature, h, n.NVML_TEMPERATURE_GPU)
+    return {
+        "power_w": None if power_mw is None else power_mw / 1000.0,
+        "energy_j": None if energy_mj is None else energy_mj / 1000.0,
+        "temperature_c": None if temp is None else float(temp),
+        "sm_clock_mhz": get(ent, "sm_clock_mhz", n.nvmlDeviceGetClockInfo, h, n.NVML_CLOCK_SM),
+        "mem_clock_mhz": get(ent, "mem_clock_mhz", n.nvmlDeviceGetClockInfo, h,
+                             n.NVML_CLOCK_MEM),
+        "throttle_reasons": read_clock_event_reasons(reader, ent),
+        **read_ecc(reader, ent),
+    }
+
+
+def read_clock_event_reasons(reader: FieldReader, ent: Entity) -> int | None:
+    """The clocks-event (formerly throttle) reason bitmask; drivers older than R535 only have
+    ``nvmlDeviceGetCurrentClocksThrottleReasons``."""
+    n = reader.nvml
+    value = reader.get(ent, "throttle_reasons", n.nvmlDeviceGetCurrentClocksEventReasons,
+                       ent.handle)
+    if value is None and "throttle_reasons" in ent.unsupported:
+        value = reader.get(ent, "throttle_reasons_legacy",
+                           n.nvmlDeviceGetCurrentClocksThrottleReasons, ent.handle)
+    return value
+
+
+def read_ecc(reader: FieldReader, ent: Entity) -> dict:
+    """Corrected / uncorrected ECC error totals, volatile (since driver load) and aggregate
+    (lifetime). GPUs without ECC, or with ECC disabled, answer NOT_SUPPORTED: None."""
+    n = reader.nvml
+    out = {}
+    for col, etype, ctype in (
+            ("ecc_corrected_volatile", n.NVML_MEMORY_ERROR_TYPE_CORRECTED, n.NVML_VOLATILE_ECC),
+            ("ecc_uncorrected_volatile", n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+             n.NVML_VOLATILE_ECC),
+            ("ecc_corrected_aggregate", n.NVML_MEMORY_ERROR_TYPE_CORRECTED,
+             n.NVML_AGGREGATE_ECC),
+            ("ecc_uncorrected_aggregate", n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+             n.NVML_AGGREGATE_ECC)):
+        out[col] = reader.get(ent, col, n.nvmlDeviceGetTotalEccErrors, ent.handle, etype, ctype)
+    return out
+
+
+def decode(value) -> str:
+    """NVML strings arrive as ``str`` from most pynvml calls but as ``bytes`` inside structs."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def mig_profile_of(name: str, attributes=None) -> str:
+    """The MIG profile (``1g.10gb``) from a MIG device name ("NVIDIA H100 80GB HBM3 MIG
+    1g.10gb"), else from its attributes (GPU-instance slices, memory in MiB)."""
+    if " MIG " in name:
+        return name.rsplit(" MIG ", 1)[1].strip()
+    if attributes is not None and attributes.gpuInstanceSliceCount:
+        return f"{attributes.gpuInstanceSliceCount}g.{round(attributes.memorySizeMB / 1024)}gb"
+    return ""

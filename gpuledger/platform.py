@@ -1,0 +1,97 @@
+"""The long-running platform process (``gpuledger up``): one web server, one scheduler, one store.
+
+Parts register themselves on the ``Platform``: routes on ``platform.web`` (a Flask app; the
+dashboard and the ingest endpoints mount here) and jobs on ``platform.scheduler``
+(APScheduler). ``/healthz`` reports the store and every part's last run.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from datetime import datetime, timezone
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from flask import Flask, jsonify
+from werkzeug.serving import make_server
+
+from ingest.migrations import schema_version
+
+log = logging.getLogger(__name__)
+
+
+class Platform:
+    def __init__(self, config, store):
+        self.config, self.store = config, store
+        self.web = Flask("gpuledger")
+        self.scheduler = BackgroundScheduler(timezone=timezone.utc, job_defaults={"coalesce": True, "max_instances": 1})
+        self.started = time.time()
+        self.parts: dict[str, dict] = {}
+        self._server = None
+        self._stopping = threading.Event()
+        self.web.add_url_rule("/healthz", "healthz", self.health)
+
+    def add_part(self, name: str, detail: str = "") -> None:
+        self.parts[name] = {"detail": detail, "last_ok": None, "last_error": None}
+
+    def add_job(self, name: str, func, seconds: int) -> None:
+        """Run ``func()`` every ``seconds``; its outcome shows in /healthz, its errors in the log."""
+        self.add_part(name, f"every {seconds}s")
+
+        def run():
+            try:
+                func()
+                self.parts[name]["last_ok"] = _now()
+            except Exception as exc:  # a failing job must not stop the platform
+                self.parts[name]["last_error"] = f"{_now()}: {type(exc).__name__}: {exc}"[:500]
+                log.exception("job %s failed", name)
+
+        self.scheduler.add_job(run, "interval", seconds=seconds, id=name, next_run_time=datetime.now(timezone.utc))
+
+    def health(self):
+        try:
+            version = schema_version(self.store)
+            store = {"ok": True, "target": str(self.store.target), "schema_version": version}
+        except Exception as exc:
+            store = {"ok": False, "target": str(self.store.target), "error": str(exc).splitlines()[0][:300]}
+        failing = [n for n, p in self.parts.items() if p["last_error"] and (not p["last_ok"] or p["last_ok"] < p["last_error"])]
+        body = {
+            "status": "ok" if store["ok"] and not failing else "degraded",
+            "uptime_s": round(time.time() - self.started, 1),
+            "store": store,
+            "parts": self.parts,
+        }
+        return jsonify(body), 200 if store["ok"] else 503
+
+    def serve(self, host: str, port: int, ready=None) -> None:
+        """Serve until SIGTERM / SIGINT (or ``stop()``), then stop the scheduler and server cleanly."""
+        self._server = make_server(host, port, self.web, threaded=True)
+        self.port = self._server.server_port
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)} \
+            if threading.current_thread() is threading.main_thread() else {}
+        self.scheduler.start()
+        log.info("gpuledger is up on http://%s:%d (health: /healthz)", host, self.port)
+        if ready:
+            ready(self)
+        try:
+            self._server.serve_forever(poll_interval=0.2)
+        finally:
+            self.scheduler.shutdown(wait=True)
+            self._server.server_close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            log.info("gpuledger stopped")
+
+    def stop(self) -> None:
+        if self._server and not self._stopping.is_set():
+            self._stopping.set()
+            threading.Thread(target=self._server.shutdown, daemon=True).start()
+
+    def _on_signal(self, signum, _frame) -> None:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        self.stop()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
