@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Mapping
 
 from gpuledger.configschema import Secret, build
+from ingest.analytics.config import AnalyticsConfig, AttributionRule, ListPrice, PoliciesConfig, PoolConfig, default_rules
 from gpuledger.errors import ConfigError
 
 DEFAULT_DSN = "chdb://~/.local/share/gpuledger/store"
@@ -61,6 +62,11 @@ class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     teams: list[TeamConfig] = field(default_factory=list)
+    pools: list[PoolConfig] = field(default_factory=list)
+    list_prices: list[ListPrice] = field(default_factory=list)
+    attribution: list[AttributionRule] = field(default_factory=default_rules)
+    policies: PoliciesConfig = field(default_factory=PoliciesConfig)
+    analytics: AnalyticsConfig = field(default_factory=AnalyticsConfig)
     source: str = "defaults"                # where this config was read from (not a key)
 
     def store_dsn(self) -> str:

@@ -25,9 +25,8 @@ def migration_files(sql_dir: Path = SQL_DIR) -> list[tuple[int, str, Path]]:
 
 @cache
 def query(name: str) -> str:
-    """The text of a named query, ``sql/queries/<name>.sql``."""
-    path = SQL_DIR / "queries" / f"{name}.sql"
-    return path.read_text()
+    """The text of a named query: ``query("analytics/minute")`` reads ``sql/analytics/minute.sql``."""
+    return (SQL_DIR / f"{name}.sql").read_text()
 
 
 def split_statements(text: str) -> list[str]:

@@ -1,0 +1,38 @@
+"""Recompute one day of a derived table and swap it in atomically (REPLACE PARTITION).
+
+Every derived table is partitioned by day, so re-running a day is idempotent: the day's old
+rows are replaced by exactly the new ones, never added to.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import date
+
+from ingest.sqlfiles import query
+
+
+def partition_id(day: date) -> str:
+    return day.strftime("%Y%m%d")
+
+
+def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *, sql_text: str | None = None) -> int:
+    """Run ``sql/analytics/<sql_name>.sql`` (a SELECT of the table's columns) for ``day`` into a
+    staging copy of ``table`` and replace the day's partition with it; return the rows written."""
+    stage = f"_stage_{table}_{uuid.uuid4().hex[:10]}"
+    store.command(f"CREATE TABLE `{stage}` AS `{table}`")
+    try:
+        columns = [r[0] for r in store.rows(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} "
+            "AND default_kind NOT IN ('MATERIALIZED', 'ALIAS') ORDER BY position", {"t": table})]
+        select = sql_text if sql_text is not None else query(f"analytics/{sql_name}")
+        cols = ", ".join(f"`{c}`" for c in columns)
+        store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM ({select})", parameters=parameters | {"day": day})
+        rows = int(store.scalar(f"SELECT count() FROM `{stage}`"))
+        pid = partition_id(day)
+        if rows:
+            store.command(f"ALTER TABLE `{table}` REPLACE PARTITION ID '{pid}' FROM `{stage}`")
+        else:
+            store.command(f"ALTER TABLE `{table}` DROP PARTITION ID '{pid}'")
+        return rows
+    finally:
+        store.command(f"DROP TABLE IF EXISTS `{stage}`")
