@@ -37,11 +37,12 @@ def _bus_id(index: int, seed) -> str:
 
 def h100_80gb(index: int = 0, seed=None, **values) -> FakeGpu:
     """NVIDIA H100 80GB HBM3, not in MIG mode: 700 W limit, SM 1980 MHz, HBM3 2619 MHz."""
-    values.setdefault("mig_capable", True)
-    return FakeGpu(name="NVIDIA H100 80GB HBM3", uuid=fake_uuid("GPU", "h100", index, seed),
-                   pci_bus_id=_bus_id(index, seed), memory_total=81559 * MIB,
-                   memory_used=values.pop("memory_used", 479 * MIB), power_w=69.5,
-                   temperature_c=29, sm_clock_mhz=1980, mem_clock_mhz=2619, **values)
+    return FakeGpu(**{**dict(name="NVIDIA H100 80GB HBM3",
+                             uuid=fake_uuid("GPU", "h100", index, seed),
+                             pci_bus_id=_bus_id(index, seed), memory_total=81559 * MIB,
+                             memory_used=479 * MIB, power_w=69.5, temperature_c=29,
+                             sm_clock_mhz=1980, mem_clock_mhz=2619, mig_capable=True),
+                      **values})
 
 
 def h100_80gb_mig(index: int = 0, seed=None, **values) -> FakeGpu:
@@ -57,17 +58,21 @@ def h100_80gb_mig(index: int = 0, seed=None, **values) -> FakeGpu:
 
 def l40s(index: int = 0, seed=None, **values) -> FakeGpu:
     """NVIDIA L40S (Ada, no MIG): 350 W limit, graphics 2520 MHz, GDDR6 9001 MHz, 46068 MiB."""
-    return FakeGpu(name="NVIDIA L40S", uuid=fake_uuid("GPU", "l40s", index, seed),
-                   pci_bus_id=_bus_id(index, seed), memory_total=46068 * MIB, power_w=34.0,
-                   temperature_c=38, sm_clock_mhz=2520, mem_clock_mhz=9001, **values)
+    return FakeGpu(**{**dict(name="NVIDIA L40S", uuid=fake_uuid("GPU", "l40s", index, seed),
+                             pci_bus_id=_bus_id(index, seed), memory_total=46068 * MIB,
+                             power_w=34.0, temperature_c=38, sm_clock_mhz=2520,
+                             mem_clock_mhz=9001),
+                      **values})
 
 
 def a100_80gb_mig(index: int = 0, seed=None, **values) -> FakeGpu:
     """NVIDIA A100-SXM4-80GB in MIG mode, 4x 1g.20gb (GPU instances 3-6): 500 W, 1275/1593 MHz."""
-    gpu = FakeGpu(name="NVIDIA A100-SXM4-80GB", uuid=fake_uuid("GPU", "a100", index, seed),
-                  pci_bus_id=_bus_id(index, seed), memory_total=81920 * MIB,
-                  memory_used=50 * MIB, power_w=67.03, temperature_c=27, sm_clock_mhz=1275,
-                  mem_clock_mhz=1593, mig_capable=True, **values)
+    gpu = FakeGpu(**{**dict(name="NVIDIA A100-SXM4-80GB",
+                            uuid=fake_uuid("GPU", "a100", index, seed),
+                            pci_bus_id=_bus_id(index, seed), memory_total=81920 * MIB,
+                            memory_used=50 * MIB, power_w=67.03, temperature_c=27,
+                            sm_clock_mhz=1275, mem_clock_mhz=1593, mig_capable=True),
+                     **values})
     gpu.mig = [FakeMig(gpu_instance_id=gi, profile="1g.20gb", slices=1,
                        memory_total=19968 * MIB, memory_used=12 * MIB,
                        uuid=fake_uuid("MIG", gpu.uuid, gi)) for gi in (3, 4, 5, 6)]

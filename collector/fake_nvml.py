@@ -41,6 +41,7 @@ clocks, clock-event reasons and ECC counters. Calls before ``nvmlInit`` raise
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import pynvml
@@ -181,13 +182,13 @@ class FakeNvml:
     def _record_samples(self, i: int, gpu: FakeGpu, t: int) -> None:
         for kind, value in ((pynvml.NVML_GPU_UTILIZATION_SAMPLES, gpu.util_gpu),
                             (pynvml.NVML_MEMORY_UTILIZATION_SAMPLES, gpu.util_mem)):
-            s = pynvml.c_nvmlSample_t()
-            s.timeStamp, s.sampleValue.uiVal = t, int(value)
-            _push(self._samples.setdefault((i, kind), []), s)
-        ring = self._proc_samples.setdefault(i, [])
+            s = pynvml.c_nvmlSample_t(timeStamp=t)
+            s.sampleValue.uiVal = int(value)
+            _push(self._samples.setdefault((i, kind), ([], [])), t, s)
+        ring = self._proc_samples.setdefault(i, ([], []))
         for p in gpu.processes:
             if p.sm_util is not None:
-                _push(ring, pynvml.c_nvmlProcessUtilizationSample_t(
+                _push(ring, t, pynvml.c_nvmlProcessUtilizationSample_t(
                     pid=p.pid, timeStamp=t, smUtil=p.sm_util, memUtil=p.mem_util or 0))
 
     # ---- plumbing ---------------------------------------------------------------------
@@ -284,8 +285,7 @@ class FakeNvml:
 
     def nvmlDeviceGetSamples(self, device, sampling_type, timeStamp):
         self._check("nvmlDeviceGetSamples", device)
-        ring = self._samples.get((device.index, sampling_type), [])
-        fresh = [s for s in ring if s.timeStamp > timeStamp]
+        fresh = _newer(self._samples.get((device.index, sampling_type)), timeStamp)
         if not fresh:
             raise NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
         return (pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, fresh)
@@ -377,7 +377,7 @@ class FakeNvml:
 
     def nvmlDeviceGetProcessUtilization(self, handle, timeStamp):
         self._check("nvmlDeviceGetProcessUtilization", handle)
-        fresh = [s for s in self._proc_samples.get(handle.index, []) if s.timeStamp > timeStamp]
+        fresh = _newer(self._proc_samples.get(handle.index), timeStamp)
         if not fresh:
             raise NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
         return fresh
@@ -417,7 +417,19 @@ def _copy_module_constants() -> None:
 _copy_module_constants()
 
 
-def _push(ring: list, item) -> None:
-    ring.append(item)
-    if len(ring) > _BUFFER:
-        del ring[0]
+def _push(ring: tuple[list, list], t: int, item) -> None:
+    """Append to a (timestamps, samples) ring, keeping the newest _BUFFER entries."""
+    times, items = ring
+    times.append(t)
+    items.append(item)
+    if len(items) > 2 * _BUFFER:
+        del times[:-_BUFFER], items[:-_BUFFER]
+
+
+def _newer(ring: tuple[list, list] | None, t: int) -> list:
+    """The last _BUFFER samples of a ring that are newer than ``t``."""
+    if ring is None:
+        return []
+    times, items = ring
+    start = max(bisect.bisect_right(times, t), len(items) - _BUFFER)
+    return items[start:]

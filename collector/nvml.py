@@ -361,9 +361,12 @@ class NvmlSampler:
     def _owner(self, pid: int):
         if self._owner_of is None:
             return None
-        if pid not in self._owners:
-            self._owners[pid] = self._owner_of(pid)
-        return self._owners[pid]
+        owner = self._owners.get(pid)
+        if owner is None:
+            owner = self._owner_of(pid)
+            if owner is not None and getattr(owner, "resolved", True):
+                self._owners[pid] = owner   # partly unresolved owners are asked again
+        return owner
 
     def _forget_processes(self, seen: set[int]) -> None:
         """Drop cached names/owners of processes that are gone (pids get reused)."""

@@ -10,6 +10,8 @@ counters (``gpuledger_agent_sample_errors_total{field=...}``). A lost GPU
 """
 from __future__ import annotations
 
+import itertools
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -81,15 +83,25 @@ class FieldReader:
         except self._error:
             self.errors[name] += 1
             return None
-        attr = _VALUE_ATTR.get(vtype, "uiVal")
-        total, count, newest = 0.0, 0, last
-        for s in samples:
-            if s.timeStamp > last:
-                total += getattr(s.sampleValue, attr)
-                count += 1
-                newest = max(newest, s.timeStamp)
-        ent.last_ts[kind] = newest
-        return total / count if count else None
+        if not samples:
+            return None
+        # NVML returns only samples newer than ``last`` (nvmlDeviceGetSamples contract)
+        values = list(map(operator.attrgetter(_VALUE_ATTR.get(vtype, "uiVal")),
+                          column(samples, "sampleValue")))
+        ent.last_ts[kind] = max(last, max(column(samples, "timeStamp")))
+        return sum(values) / len(values)
+
+
+def column(structs: list, name: str):
+    """One field of every struct in a list of NVML ctypes structs, as an iterator.
+
+    pynvml's structs run a Python ``__getattribute__`` on every field access (to decode
+    bytes); a round reads a few hundred sample fields per GPU, so numeric fields are read
+    through the ctypes field descriptor, in C. Other objects: plain getattr."""
+    desc = getattr(type(structs[0]), name, None)
+    if desc is not None and hasattr(desc, "__set__") and hasattr(desc, "offset"):
+        return map(desc.__get__, structs, itertools.repeat(None))
+    return map(operator.attrgetter(name), structs)
 
 
 def read_utilization(reader: FieldReader, ent: Entity) -> tuple[float | None, float | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collector.nvml_fields import Entity, FieldReader, GpuLost
+from collector.nvml_fields import Entity, FieldReader, GpuLost, column
 
 _PROC_UTIL = "process_util"
 
@@ -51,14 +51,17 @@ def read_process_utilization(reader: FieldReader, ent: Entity) -> dict[int, tupl
     except n.NVMLError:
         reader.errors[_PROC_UTIL] += 1
         return {}
+    if not samples:
+        return {}
+    # NVML returns only samples newer than ``last`` (nvmlDeviceGetProcessUtilization contract)
     sums: dict[int, list] = {}
-    newest = last
-    for s in samples:
-        if s.timeStamp > last:
-            acc = sums.setdefault(int(s.pid), [0, 0, 0])
-            acc[0] += s.smUtil
-            acc[1] += s.memUtil
-            acc[2] += 1
-            newest = max(newest, s.timeStamp)
-    ent.last_ts[_PROC_UTIL] = newest
+    for pid, sm, mem in zip(column(samples, "pid"), column(samples, "smUtil"),
+                            column(samples, "memUtil")):
+        acc = sums.get(pid)
+        if acc is None:
+            acc = sums[pid] = [0, 0, 0]
+        acc[0] += sm
+        acc[1] += mem
+        acc[2] += 1
+    ent.last_ts[_PROC_UTIL] = max(last, max(column(samples, "timeStamp")))
     return {pid: (sm / k, mem / k) for pid, (sm, mem, k) in sums.items()}

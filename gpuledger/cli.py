@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from datetime import date
 
 from gpuledger import config as configuration
 from gpuledger.errors import GpuledgerError, QueryError
@@ -63,11 +64,21 @@ def cmd_query(args, cfg) -> int:
     return 0
 
 
-def cmd_up(args, cfg) -> int:
-    from gpuledger.platform import Platform
+def cmd_rollup(args, cfg) -> int:
+    from ingest.analytics.derive import derive
 
     store = open_store(cfg, args.store)
-    platform = Platform(cfg, store)
+    report = derive(store, cfg, since=args.since, until=args.until, force=args.force, progress=_progress)
+    print(f"derived {len(report.days)} day(s), {report.idle_windows} idle windows, "
+          f"{report.findings} compliance findings in {report.seconds:.1f} s")
+    return 0
+
+
+def cmd_up(args, cfg) -> int:
+    from gpuledger.platform import build_platform
+
+    store = open_store(cfg, args.store)
+    platform = build_platform(cfg, store)
     platform.serve(args.host or cfg.server.host, args.port or cfg.server.port)
     return 0
 
@@ -88,6 +99,12 @@ def cmd_demo(args, cfg) -> int:
 
 
 def _progress(message: str) -> None:
+    """Progress lines on stderr; "[i/n] ..." lines get a bar."""
+    if message.startswith("[") and "/" in message.split("]")[0]:
+        done, total = (int(x) for x in message[1:].split("]")[0].split("/"))
+        width = 24
+        filled = width * done // max(total, 1)
+        message = f"[{'#' * filled}{'.' * (width - filled)}] {100 * done // max(total, 1):3d}% {message}"
     print(message, file=sys.stderr, flush=True)
 
 
@@ -113,6 +130,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--write", action="store_true", help="allow statements that change the store")
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("rollup", help="derive rollups, idle windows, costs, spend and findings (backfill)")
+    p.add_argument("--since", type=date.fromisoformat, help="first day (YYYY-MM-DD; default: analytics.lookback_days ago)")
+    p.add_argument("--until", type=date.fromisoformat, help="last day (default: today)")
+    p.add_argument("--force", action="store_true", help="recompute days even if their inputs did not change")
+    p.set_defaults(func=cmd_rollup)
 
     p = sub.add_parser("up", help="run the platform: ingest endpoints, scheduler, alerts, dashboard")
     p.add_argument("--host", help="listen address (default: server.host)")

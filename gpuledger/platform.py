@@ -95,3 +95,12 @@ class Platform:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def build_platform(config, store) -> Platform:
+    """The platform with every part that runs inside ``gpuledger up``."""
+    from ingest.analytics.derive import derive
+
+    platform = Platform(config, store)
+    platform.add_job("derive", lambda: derive(store, config), seconds=config.analytics.interval_minutes * 60)
+    return platform

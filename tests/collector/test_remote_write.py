@@ -1,0 +1,129 @@
+"""remote_write payloads built with an independent minimal encoder (below), decoded by ours.
+
+The encoder writes protobuf by the wire-format rules (varint keys, length-delimited
+messages, little-endian doubles) and snappy as literal-only blocks, which every snappy
+decoder must accept; one payload is compressed with a real snappy compressor as well.
+A test against a real Prometheus sender belongs to the ingest side.
+"""
+from __future__ import annotations
+
+import struct
+from datetime import datetime, timezone
+
+import cramjam
+import pytest
+
+from collector.promtext import Sample
+from collector.remote_write import (PayloadTooLarge, RemoteWriteError, decode,
+                                    decode_write_request, records_from_remote_write)
+
+MIB = 1024 * 1024
+
+
+def varint(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def field(number: int, wire: int, payload: bytes) -> bytes:
+    key = varint(number << 3 | wire)
+    return key + (varint(len(payload)) + payload if wire == 2 else payload)
+
+
+def label(name: str, value: str) -> bytes:
+    return field(1, 2, field(1, 2, name.encode()) + field(2, 2, value.encode()))
+
+
+def point(value: float, ts_ms: int) -> bytes:
+    return field(2, 2, field(1, 1, struct.pack("<d", value)) + field(2, 0, varint(ts_ms)))
+
+
+def series(labels: dict, points: list, exemplar: bool = False) -> bytes:
+    body = b"".join(label(k, v) for k, v in labels.items())
+    body += b"".join(point(v, t) for v, t in points)
+    if exemplar:   # field 3 (Exemplar) must be skipped
+        body += field(3, 2, label("trace_id", "abc") + field(2, 1, struct.pack("<d", 1.0)))
+    return field(1, 2, body)
+
+
+def write_request(*timeseries: bytes, metadata: bool = False) -> bytes:
+    body = b"".join(timeseries)
+    if metadata:   # field 3 (MetricMetadata) must be skipped
+        body += field(3, 2, field(1, 0, varint(2)) + field(2, 2, b"DCGM_FI_DEV_GPU_UTIL"))
+    return body
+
+
+def snappy_literal(data: bytes) -> bytes:
+    out = bytearray(varint(len(data)))
+    for i in range(0, len(data), 60):
+        chunk = data[i:i + 60]
+        out.append((len(chunk) - 1) << 2)       # literal tag, length-1 in the upper 6 bits
+        out += chunk
+    return bytes(out)
+
+
+DCGM_LABELS = {"gpu": "0", "UUID": "GPU-c4529c8d-69c4-b61d-e0bc-7b2460096005",
+               "pci_bus_id": "00000000:53:00.0", "device": "nvidia0",
+               "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "gpu-node-1",
+               "DCGM_FI_DRIVER_VERSION": "580.105.08", "namespace": "dynamo-workload",
+               "pod": "vllm-agg-0", "instance": "10.0.3.7:9400", "job": "dcgm"}
+T1, T2 = 1_784_000_000_000, 1_784_000_015_000
+
+
+def dcgm_payload(**kw) -> bytes:
+    return write_request(
+        series({"__name__": "DCGM_FI_DEV_GPU_UTIL", **DCGM_LABELS}, [(37.0, T1), (91.0, T2)],
+               **kw),
+        series({"__name__": "DCGM_FI_DEV_FB_USED", **DCGM_LABELS}, [(11125.0, T1)]),
+        series({"__name__": "DCGM_FI_DEV_FB_FREE", **DCGM_LABELS}, [(69956.0, T1)]),
+        series({"__name__": "DCGM_FI_DEV_FB_RESERVED", **DCGM_LABELS}, [(479.0, T1)]),
+        series({"__name__": "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", **DCGM_LABELS},
+               [(4742776.0, T1)]),
+        series({"__name__": "up", "instance": "10.0.3.7:9400", "job": "dcgm"}, [(1.0, T1)]),
+        metadata=True)
+
+
+def test_decode_samples_of_a_literal_snappy_payload():
+    samples = decode(snappy_literal(dcgm_payload(exemplar=True)))
+    labels = {k: v for k, v in DCGM_LABELS.items()}
+    assert samples[:3] == [Sample("DCGM_FI_DEV_GPU_UTIL", labels, 37.0, T1),
+                           Sample("DCGM_FI_DEV_GPU_UTIL", labels, 91.0, T2),
+                           Sample("DCGM_FI_DEV_FB_USED", labels, 11125.0, T1)]
+    assert samples[-1] == Sample("up", {"instance": "10.0.3.7:9400", "job": "dcgm"}, 1.0, T1)
+    assert len(samples) == 7
+
+
+def test_records_one_per_gpu_and_timestamp():
+    received = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    records = records_from_remote_write(cramjam.snappy.compress_raw(dcgm_payload()).read(),
+                                        received, defaults={"environment": "azure"})
+    assert [(r.ts, r.util_gpu, r.mem_used_bytes, r.mem_total_bytes, r.energy_j)
+            for r in records] == [
+        (datetime(2026, 7, 14, 3, 33, 20, tzinfo=timezone.utc), 37.0, 11125 * MIB,
+         (11125 + 69956 + 479) * MIB, 4742.776),
+        (datetime(2026, 7, 14, 3, 33, 35, tzinfo=timezone.utc), 91.0, None, None, None)]
+    first = records[0]
+    assert (first.host, first.gpu_uuid, first.gpu_index, first.model, first.k8s_namespace,
+            first.k8s_pod, first.environment, first.source) == (
+        "gpu-node-1", "GPU-c4529c8d-69c4-b61d-e0bc-7b2460096005", 0, "NVIDIA H100 80GB HBM3",
+        "dynamo-workload", "vllm-agg-0", "azure", "remote_write")
+
+
+def test_negative_timestamps_and_special_values():
+    body = write_request(series({"__name__": "m", "a": "é"}, [(float("inf"), -1500)]))
+    assert decode_write_request(body) == [Sample("m", {"a": "é"}, float("inf"), -1500)]
+
+
+def test_malformed_payloads_are_named():
+    with pytest.raises(RemoteWriteError, match="not snappy"):
+        decode(b"\x10\xff\xff\xff\xff\xff")
+    with pytest.raises(RemoteWriteError, match="malformed WriteRequest"):
+        decode_write_request(dcgm_payload()[:-3])
+    with pytest.raises(PayloadTooLarge, match="max_samples_per_send"):
+        decode(varint(100 * MIB) + b"\x00", max_bytes=64 * MIB)
