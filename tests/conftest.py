@@ -41,3 +41,33 @@ def store(store_dsn):
 def shared_data() -> Path:
     assert SHARED_DATA.is_dir(), f"expected the project's shared sample data at {SHARED_DATA}"
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def demo(store_dir, tmp_path_factory):
+    """The default demo fleet (64 GPUs × 30 days at 60 s), loaded through the real ingest paths
+    and derived, in its own database; shared by every test that reads demo data.
+
+    Yields a namespace with ``store``, ``cfg`` (the demo's config), ``planted`` (the simulator's
+    manifest of planted problems), ``end`` and ``files``.
+    """
+    from types import SimpleNamespace
+
+    from gpuledger import config as configuration
+    from gpuledger.demo import live_rounds, write_simulation
+    from ingest.analytics.derive import derive
+    from ingest.billing import ingest_billing
+    from ingest.samples import ingest_samples
+    from ingest.schema import prepare
+    from ingest.store import connect
+
+    work = tmp_path_factory.mktemp("demo")
+    files = write_simulation(work, gpus=64, days=30, interval_s=60, seed=7, progress=lambda m: None)
+    cfg = configuration.load(str(files["config"]), env={})
+    store = connect(f"chdb://{store_dir}?database=demo_data")
+    prepare(store)
+    ingest_samples(store, files["samples"], progress=lambda m: None)
+    ingest_billing(store, files["billing"], progress=lambda m: None)
+    live_rounds(store, files["fleet"], files["end"], 60, progress=lambda m: None)
+    derive(store, cfg, progress=lambda m: None, now=files["end"])
+    yield SimpleNamespace(store=store, cfg=cfg, planted=files["planted"], end=files["end"], files=files)

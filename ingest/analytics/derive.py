@@ -106,7 +106,8 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> int:
         columns = [c for c in store.rows("SELECT name FROM system.columns WHERE database = currentDatabase() "
                                          "AND table = 'idle_windows' AND name != 'computed_at' ORDER BY position")]
         cols = ", ".join(f"`{c[0]}`" for c in columns)
-        store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM ({query('analytics/idle')})", parameters=params)
+        store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM ({query('analytics/idle')})", parameters=params,
+                      settings={"optimize_aggregation_in_order": 1})
         store.command("DELETE FROM idle_windows WHERE end >= {from:DateTime} - INTERVAL {g:UInt32} MINUTE",
                       parameters={"from": params["from"], "g": params["max_gap_minutes"]})
         store.command(f"INSERT INTO idle_windows ({cols}) SELECT {cols} FROM `{stage}`")

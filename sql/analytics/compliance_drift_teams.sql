@@ -1,23 +1,28 @@
--- Runtime drift across environments: a team whose workloads run different CUDA versions
--- (major.minor) in different environments.
+-- Runtime drift across environments: a team whose workloads run a different CUDA version
+-- (major.minor, the one it uses most in each environment) in different environments.
 SELECT
     'runtime_drift'                                                 AS policy,
     concat('drift-team/', team)                                     AS finding_key,
     'info'                                                          AS severity,
     team, '' AS environment, '' AS provider, '' AS region, '' AS pool, '' AS host, '' AS gpu_uuid, '' AS resource_id,
     format('team {} runs CUDA {} across environments', team,
-           arrayStringConcat(arrayMap(x -> concat(x.1, ' in ', x.2), groupArray((cuda, environment))), ', ')) AS summary,
-    toJSONString(groupArray(map('environment', environment, 'cuda', cuda, 'gpu_hours', toString(round(gpu_hours, 1))))) AS evidence,
+           arrayStringConcat(arrayMap(x -> concat(x.1, ' in ', x.2), groupArray((main_cuda, env))), ', ')) AS summary,
+    toJSONString(groupArray(map('environment', env, 'cuda', main_cuda, 'gpu_hours', toString(round(hours, 1))))) AS evidence,
     0.                                                              AS cost_usd,
     min(first)                                                      AS first_seen,
     max(last)                                                       AS last_seen
 FROM
 (
-    SELECT team, environment, extract(cuda_version, '^(\\d+\\.\\d+)') AS cuda, sum(covered_s) / 3600 AS gpu_hours,
-           min(hour) AS first, max(hour) + INTERVAL 1 HOUR AS last
-    FROM gpu_hour
-    WHERE hour >= {since:DateTime} AND hour < {until:DateTime} AND held AND team != '' AND cuda_version != ''
-    GROUP BY team, environment, cuda
+    SELECT team, env, argMax(cuda, h) AS main_cuda, sum(h) AS hours, min(f) AS first, max(l) AS last
+    FROM
+    (
+        SELECT team, environment AS env, extract(cuda_version, '^(\\d+\\.\\d+)') AS cuda, sum(covered_s) / 3600 AS h,
+               min(hour) AS f, max(hour) + INTERVAL 1 HOUR AS l
+        FROM gpu_hour
+        WHERE hour >= {since:DateTime} AND hour < {until:DateTime} AND held AND team != '' AND cuda_version != ''
+        GROUP BY team, env, cuda
+    )
+    GROUP BY team, env
 )
 GROUP BY team
-HAVING uniqExact(cuda) > 1
+HAVING uniqExact(main_cuda) > 1

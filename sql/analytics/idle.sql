@@ -2,7 +2,8 @@
 -- still open at that time, so no window is cut in two) up to {until:DateTime}.
 -- A minute is idle when it has data (>= 30 s covered) and both GPU and memory-controller
 -- utilization are below the pool's thresholds; no-data gaps up to {max_gap_minutes} minutes do
--- not end a window, longer ones do; a change of kind (allocated / unallocated) or owner does.
+-- not end a window, longer ones do, and so does any minute with data that is not idle, or a
+-- change of kind (allocated / unallocated) or owner.
 WITH
     starts AS
     (
@@ -11,6 +12,8 @@ WITH
         WHERE end >= {from:DateTime} - INTERVAL {max_gap_minutes:UInt32} MINUTE
         GROUP BY host, gpu_uuid, mig_instance
     ),
+    scan_from AS (SELECT least({from:DateTime}, (SELECT coalesce(min(first_open), {from:DateTime}) FROM starts)) AS t),
+    -- one narrow row per GPU entity and minute with data
     minutes AS
     (
         SELECT host, gpu_uuid, mig_instance, minute,
@@ -18,79 +21,85 @@ WITH
             sum(util_gpu_s) / nullIf(sum(util_covered_s), 0)         AS util_gpu,
             sum(util_mem_s) / nullIf(sum(util_mem_covered_s), 0)     AS util_mem,
             max(held)                                                AS held_any,
-            argMax(tuple(team, user, job_id, k8s_namespace, k8s_pod, slurm_account), held * 100000 + covered_s) AS owner,
-            any(pool) AS pool, any(environment) AS environment, any(region) AS region,
-            any(instance_id) AS instance_id, any(model) AS model
+            argMax(cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account), held * 100000 + covered_s) AS owner_hash,
+            any(pool)                                                AS pool_name
         FROM gpu_minute
-        WHERE minute >= least({from:DateTime}, (SELECT coalesce(min(first_open), {from:DateTime}) FROM starts))
-          AND minute < {until:DateTime}
+        WHERE minute >= (SELECT t FROM scan_from) AND minute < {until:DateTime}
         GROUP BY host, gpu_uuid, mig_instance, minute
         HAVING covered >= 30
     ),
-    flagged AS
+    -- data minutes numbered per entity, so two idle minutes with a busy one between are told apart
+    ranked AS
     (
         SELECT m.host AS host, m.gpu_uuid AS gpu_uuid, m.mig_instance AS mig_instance, m.minute AS minute,
             m.covered AS covered, m.util_gpu AS util_gpu, m.util_mem AS util_mem,
-            m.pool AS pool, m.environment AS environment, m.region AS region, m.instance_id AS instance_id, m.model AS model,
-            m.util_gpu IS NOT NULL
-                AND m.util_gpu < p.idle_util_gpu_pct
-                AND coalesce(m.util_mem, 0) < p.idle_util_mem_pct              AS idle,
-            if(m.held_any, 'allocated', 'unallocated')                            AS kind,
-            if(m.held_any, m.owner, tuple('', '', '', '', '', ''))                AS who,
-            p.idle_min_minutes                                                 AS min_minutes,
-            if(s.first_open > toDateTime(0) AND s.first_open < {from:DateTime}, s.first_open, {from:DateTime}) AS entity_from
+            m.util_gpu IS NOT NULL AND m.util_gpu < p.idle_util_gpu_pct AND coalesce(m.util_mem, 0) < p.idle_util_mem_pct AS idle,
+            if(m.held_any, m.owner_hash, 0) * 2 + m.held_any                              AS owner_key,
+            p.idle_min_minutes                                                            AS min_minutes,
+            row_number() OVER (PARTITION BY m.host, m.gpu_uuid, m.mig_instance ORDER BY m.minute) AS rank
         FROM minutes AS m
-        LEFT JOIN config_pools AS p ON p.pool = m.pool
+        LEFT JOIN config_pools AS p ON p.pool = m.pool_name
         LEFT JOIN starts AS s ON s.host = m.host AND s.gpu_uuid = m.gpu_uuid AND s.mig_instance = m.mig_instance
+        WHERE m.minute >= if(s.first_open > toDateTime(0) AND s.first_open < {from:DateTime}, s.first_open, {from:DateTime})
     ),
     runs AS
     (
-        SELECT *,
-            sum(toUInt64(new_run)) OVER (PARTITION BY host, gpu_uuid, mig_instance ORDER BY minute ROWS UNBOUNDED PRECEDING) AS run
+        SELECT *, sum(toUInt64(new_run)) OVER (PARTITION BY host, gpu_uuid, mig_instance ORDER BY minute ROWS UNBOUNDED PRECEDING) AS run
         FROM
         (
             SELECT *,
-                idle AND (NOT prev_idle
-                          OR minute - prev_minute > ({max_gap_minutes:UInt32} + 1) * 60
-                          OR (kind, who) != (prev_kind, prev_who))                AS new_run
+                prev_rank = 0
+                OR rank - prev_rank != 1
+                OR minute - prev_minute > ({max_gap_minutes:UInt32} + 1) * 60
+                OR owner_key != prev_key                                      AS new_run
             FROM
             (
                 SELECT *,
-                    lagInFrame(minute) OVER w AS prev_minute,
-                    lagInFrame(idle) OVER w AS prev_idle,
-                    lagInFrame(kind) OVER w AS prev_kind,
-                    lagInFrame(who) OVER w AS prev_who
-                FROM flagged
-                WHERE minute >= entity_from
+                    lagInFrame(rank) OVER w        AS prev_rank,
+                    lagInFrame(minute) OVER w      AS prev_minute,
+                    lagInFrame(owner_key) OVER w   AS prev_key
+                FROM ranked
+                WHERE idle
                 WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY minute ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)
             )
         )
-        WHERE idle
     ),
     rates AS
     (
         -- what a covered second of each GPU entity cost in each hour
         SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) / nullIf(sum(gpu_hours) * 3600, 0) AS usd_per_s
         FROM gpu_cost_hour
-        WHERE hour >= toStartOfHour((SELECT min(minute) FROM minutes)) AND hour < {until:DateTime}
+        WHERE hour >= toStartOfHour((SELECT t FROM scan_from)) AND hour < {until:DateTime}
         GROUP BY host, gpu_uuid, mig_instance, hour
+    ),
+    windows AS
+    (
+        SELECT r.host AS host, r.gpu_uuid AS gpu_uuid, r.mig_instance AS mig_instance,
+            min(r.minute) AS start, max(r.minute) + 60 AS end, toUInt32(end - start) AS duration_s,
+            if(any(r.owner_key) % 2 = 1, 'allocated', 'unallocated') AS kind,
+            toFloat32(sum(r.util_gpu * r.covered) / sum(r.covered)) AS avg_util_gpu,
+            toFloat32(sum(coalesce(r.util_mem, 0) * r.covered) / sum(r.covered)) AS avg_util_mem,
+            sum(r.covered * c.usd_per_s) AS cost_usd
+        FROM runs AS r
+        LEFT JOIN rates AS c ON c.host = r.host AND c.gpu_uuid = r.gpu_uuid AND c.mig_instance = r.mig_instance
+                             AND c.hour = toStartOfHour(r.minute)
+        GROUP BY r.host, r.gpu_uuid, r.mig_instance, r.run
+        HAVING duration_s >= any(r.min_minutes) * 60
     )
+-- labels and owner of each window, from its minutes
 SELECT
-    r.host AS host, r.gpu_uuid AS gpu_uuid, r.mig_instance AS mig_instance,
-    min(r.minute)                                          AS start,
-    max(r.minute) + 60                                     AS end,
-    toUInt32(end - start)                                  AS duration_s,
-    any(r.kind)                                            AS kind,
-    any(r.environment) AS environment, any(r.region) AS region, any(r.pool) AS pool,
-    any(r.instance_id) AS instance_id, any(r.model) AS model,
-    any(r.who).1 AS team, any(r.who).2 AS user, any(r.who).3 AS job_id,
-    any(r.who).4 AS k8s_namespace, any(r.who).5 AS k8s_pod, any(r.who).6 AS slurm_account,
-    toFloat32(sum(r.util_gpu * r.covered) / sum(r.covered)) AS avg_util_gpu,
-    toFloat32(sum(coalesce(r.util_mem, 0) * r.covered) / sum(r.covered)) AS avg_util_mem,
-    sum(r.covered * coalesce(c.usd_per_s, 0))             AS cost_usd,
-    any(r.min_minutes)                                     AS min_minutes
-FROM runs AS r
-LEFT JOIN rates AS c ON c.host = r.host AND c.gpu_uuid = r.gpu_uuid AND c.mig_instance = r.mig_instance
-                     AND c.hour = toStartOfHour(r.minute)
-GROUP BY r.host, r.gpu_uuid, r.mig_instance, r.run
-HAVING duration_s >= min_minutes * 60
+    w.host AS host, w.gpu_uuid AS gpu_uuid, w.mig_instance AS mig_instance, w.start AS start, w.end AS end,
+    any(w.duration_s) AS duration_s, any(w.kind) AS kind,
+    any(g.environment) AS environment, any(g.region) AS region, any(g.pool) AS pool,
+    any(g.instance_id) AS instance_id, any(g.model) AS model,
+    if(any(w.kind) = 'allocated', argMax(g.team, g.held), '') AS team,
+    if(any(w.kind) = 'allocated', argMax(g.user, g.held), '') AS user,
+    if(any(w.kind) = 'allocated', argMax(g.job_id, g.held), '') AS job_id,
+    if(any(w.kind) = 'allocated', argMax(g.k8s_namespace, g.held), '') AS k8s_namespace,
+    if(any(w.kind) = 'allocated', argMax(g.k8s_pod, g.held), '') AS k8s_pod,
+    if(any(w.kind) = 'allocated', argMax(g.slurm_account, g.held), '') AS slurm_account,
+    any(w.avg_util_gpu) AS avg_util_gpu, any(w.avg_util_mem) AS avg_util_mem, any(w.cost_usd) AS cost_usd
+FROM gpu_minute AS g
+INNER JOIN windows AS w ON g.host = w.host AND g.gpu_uuid = w.gpu_uuid AND g.mig_instance = w.mig_instance
+WHERE g.minute >= (SELECT t FROM scan_from) AND g.minute < {until:DateTime} AND g.minute >= w.start AND g.minute < w.end
+GROUP BY w.host, w.gpu_uuid, w.mig_instance, w.start, w.end

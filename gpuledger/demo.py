@@ -1,0 +1,168 @@
+"""``gpuledger demo`` and ``gpuledger sim``: a simulated hybrid fleet, loaded through the real paths.
+
+The demo writes the simulator's history as Parquet files and its bills as FOCUS CSV files,
+loads them with the same code as ``gpuledger ingest samples`` / ``ingest billing``, takes a few
+live rounds through the real NVML collector (against the simulator's fake NVML), derives
+everything, prints what it found, and serves the platform until Ctrl-C.
+"""
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from gpuledger import config as configuration
+
+DEMO_DSN = "chdb://~/.local/share/gpuledger/demo"
+LIVE_ROUNDS = 5
+
+
+def write_simulation(out, *, gpus: int, days: int, interval_s: int, seed: int, end: datetime | None = None,
+                     progress=print) -> dict:
+    """Write samples (Parquet), bills (FOCUS CSV), the fleet, its planted problems and a config."""
+    from collector import sim
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    end = end or datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
+    fleet = sim.build_fleet(gpus=gpus, seed=seed, traces_dir=_traces_dir())
+    progress(f"simulating {gpus} GPUs × {days} days at {interval_s} s (seed {seed}) into {out}")
+    samples = sim.write_samples(fleet, out / "samples", days=days, interval_s=interval_s, end=end)
+    billing = sim.write_billing(fleet, out / "billing", days=days, end=end)
+    meta = sim.fleet_metadata(fleet)
+    planted = sim.planted_problems(fleet, days=days, interval_s=interval_s, end=end)
+    (out / "fleet.json").write_text(json.dumps(meta, indent=1, default=str))
+    (out / "planted.json").write_text(json.dumps(planted, indent=1, default=str))
+    (out / "gpuledger.toml").write_text(config_text(meta))
+    return {"fleet": fleet, "end": end, "samples": samples, "billing": billing, "config": out / "gpuledger.toml",
+            "planted": planted}
+
+
+def _traces_dir() -> Path | None:
+    """The shared Helios/Philly traces when this runs from a checkout beside them."""
+    candidate = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
+    return candidate if candidate.is_dir() else None
+
+
+def config_text(meta: dict) -> str:
+    """A gpuledger config for the simulated fleet: teams, budgets, pools, prices, residency."""
+    q = json.dumps
+    lines = ["# Written by `gpuledger demo` from the simulated fleet (collector/sim).", ""]
+    onprem = meta.get("onprem", {})
+    lines += ["[analytics]", f"depreciation_months = {int(onprem.get('depreciation_months', 36))}",
+              f"operations_usd_per_gpu_month = {float(onprem.get('ops_usd_per_gpu_month', 120.0))}", ""]
+    for team in meta["teams"]:
+        lines += ["[[teams]]", f"name = {q(team['name'])}", f"budget_usd_month = {float(team['monthly_budget_usd'])}",
+                  f"contact = {q(team.get('slack_channel', ''))}", ""]
+    for pool in meta["pools"]:
+        lines += ["[[pools]]", f"name = {q(pool['name'])}", f"environment = {q(pool['environment'])}"]
+        if pool["environment"] == "onprem" and pool.get("capital_usd_per_gpu"):
+            lines.append(f"capital_usd_per_gpu = {float(pool['capital_usd_per_gpu'])}")
+        lines += [f"baseline_driver = {q(pool.get('baseline_driver', ''))}", f"baseline_cuda = {q(pool.get('baseline_cuda', ''))}", ""]
+    for instance_type, price in sorted(meta.get("list_prices", {}).items()):
+        lines += ["[[list_prices]]", f"instance_type = {q(instance_type)}", f"gpus = {int(price['gpus'])}",
+                  f"usd_per_hour = {float(price['usd_per_hour'])}", ""]
+    for team in meta["teams"]:
+        if team.get("residency"):
+            allowed = [f"{a['environment']}:{region}" if region != "*" else a["environment"]
+                       for a in team["residency"]["allowed"] for region in a.get("regions", ["*"])]
+            lines += ["[[policies.residency]]", f"team = {q(team['name'])}", f"allowed = {q(allowed)}", ""]
+    lines += ["[policies]", f"untagged_tag_keys = {q(meta.get('tag_keys', ['team']))}", ""]
+    return "\n".join(lines)
+
+
+def reset_store_dir(path: Path) -> None:
+    from gpuledger.errors import StoreLocked
+    from ingest.store import _held_by_another, _locked_message
+
+    if _held_by_another(path):
+        raise StoreLocked(_locked_message(path))
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def live_rounds(store, fleet, end: datetime, interval_s: int, progress) -> int:
+    """Sample one simulated on-prem host through the real NVML collector for a few rounds."""
+    from collector import sim
+    from collector.nvml import NvmlSampler
+    from collector.records import GPU_SAMPLE_COLUMNS
+    from ingest.writer import Writer
+
+    meta = sim.fleet_metadata(fleet)
+    pools = {p["name"]: p for p in meta["pools"]}
+    name, pool = next((h, pools[p]) for h, p in meta["hosts"].items() if pools[p]["environment"] == "onprem")
+    clock_now = [end.timestamp()]
+    nvml = sim.live_nvml(fleet, name, clock=lambda: clock_now[0], end=end + timedelta(days=1), interval_s=interval_s)
+    labels = {"environment": pool["environment"], "region": pool["region"], "cluster": pool["cluster"], "pool": pool["name"]}
+    written = 0
+    with NvmlSampler(nvml=nvml, clock=lambda: clock_now[0], host=name, labels=labels) as sampler, \
+            Writer(store, "gpu_samples", GPU_SAMPLE_COLUMNS) as writer:
+        for _ in range(LIVE_ROUNDS):
+            clock_now[0] += interval_s
+            round_ = sampler.sample()
+            writer.add_many(round_.samples)
+            written += len(round_.samples)
+    progress(f"live: {LIVE_ROUNDS} rounds from {name} through the NVML collector, {written} samples")
+    return written
+
+
+def run_demo(args, cfg, progress=print) -> int:
+    from gpuledger.cli import open_store
+    from ingest.analytics.derive import derive
+    from ingest.billing import ingest_billing
+    from ingest.samples import ingest_samples
+    from ingest.store import parse_dsn
+
+    started = time.perf_counter()
+    dsn = args.store or DEMO_DSN
+    target = parse_dsn(dsn)
+    if target.embedded and not args.keep:
+        reset_store_dir(target.path)
+    work = target.path.parent / f"{target.path.name}-input" if target.embedded else Path.home() / ".cache" / "gpuledger-demo"
+    shutil.rmtree(work, ignore_errors=True)
+    sim_files = write_simulation(work, gpus=args.gpus, days=args.days, interval_s=args.interval, seed=args.seed,
+                                 progress=progress)
+    demo_cfg = configuration.load(str(sim_files["config"]), env={})
+    demo_cfg.store.dsn = dsn
+    store = open_store(demo_cfg, dsn)
+    loaded = ingest_samples(store, sim_files["samples"], progress=progress)
+    bills = ingest_billing(store, sim_files["billing"], progress=progress)
+    live_rounds(store, sim_files["fleet"], sim_files["end"], args.interval, progress)
+    report = derive(store, demo_cfg, since=(sim_files["end"] - timedelta(days=args.days + 1)).date(),
+                    until=(sim_files["end"] + timedelta(days=1)).date(), progress=progress)
+    elapsed = time.perf_counter() - started
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(summary(store, loaded.rows, bills, report, elapsed, peak_mb, work))
+    if args.no_serve:
+        return 0
+    from gpuledger.platform import build_platform
+
+    platform = build_platform(demo_cfg, store)
+    platform.serve(demo_cfg.server.host, args.port or demo_cfg.server.port)
+    return 0
+
+
+def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: float, work: Path) -> str:
+    def one(sql):
+        return store.rows(sql)[0]
+
+    gpus, envs = one("SELECT uniqExact(host, gpu_uuid, mig_instance), groupUniqArray(environment) FROM gpu_samples")
+    spend, coverage = one("SELECT round(sum(cost)), round(100 * sumIf(cost, team != 'unallocated') / sum(cost), 1) "
+                          "FROM team_spend_day WHERE currency = 'USD'")
+    idle_n, idle_usd = one("SELECT count(), round(sum(cost_usd)) FROM idle_windows")
+    findings = store.rows("SELECT policy, count() FROM compliance_findings GROUP BY policy ORDER BY policy")
+    over = store.rows("SELECT team FROM v_team_budget WHERE over_budget OR forecast_over_budget ORDER BY team")
+    return "\n".join([
+        "",
+        f"gpuledger demo: {gpus} GPU entities in {', '.join(sorted(envs))}",
+        f"  samples loaded        {sample_rows:,} rows; billing lines {getattr(bills, 'rows', 0):,}",
+        f"  derived               {len(report.days)} days in {report.seconds:.1f} s",
+        f"  spend                 ${spend:,.0f}, {coverage}% attributed to teams",
+        f"  idle windows          {idle_n} costing ${idle_usd:,.0f}",
+        f"  compliance findings   {', '.join(f'{p}: {n}' for p, n in findings) or 'none'}",
+        f"  over budget           {', '.join(t for (t,) in over) or 'none'}",
+        f"  took {elapsed:.1f} s, peak memory {peak_mb:,.0f} MB; simulated files in {work}",
+        "",
+    ])

@@ -1,0 +1,59 @@
+"""On the demo fleet, the derived tables show every planted problem and invent none."""
+from datetime import datetime
+
+
+def iso(value) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(value, datetime) else value
+
+
+def planted(demo, *kinds):
+    return [p for p in demo.planted if p["kind"] in kinds]
+
+
+def test_idle_windows_are_exactly_the_planted_ones(demo):
+    found = sorted((h, g, m, iso(s), iso(e), k) for h, g, m, s, e, k in demo.store.rows(
+        "SELECT host, gpu_uuid, mig_instance, start, end, kind FROM idle_windows"))
+    expected = sorted((p["host"], p["gpu_uuid"], p["mig_instance"], p["start"], p["end"],
+                       "allocated" if p["kind"] == "idle_allocated" else "unallocated")
+                      for p in planted(demo, "idle_allocated", "idle_unallocated", "idle_cloud_unused"))
+    assert found == expected
+
+
+def test_allocated_idle_windows_name_their_owner(demo):
+    owners = {(h, g, m): (t, u, j) for h, g, m, t, u, j in demo.store.rows(
+        "SELECT host, gpu_uuid, mig_instance, team, user, job_id FROM idle_windows WHERE kind = 'allocated'")}
+    for p in planted(demo, "idle_allocated"):
+        assert owners[(p["host"], p["gpu_uuid"], p["mig_instance"])] == (p["team"], p["user"], p["job_id"])
+
+
+def test_idle_windows_cost_money(demo):
+    assert demo.store.scalar("SELECT countIf(cost_usd <= 0) FROM idle_windows") == 0
+
+
+def test_findings_are_exactly_the_planted_problems(demo):
+    rows = demo.store.rows("SELECT policy, team, provider, region, host, gpu_uuid, resource_id FROM compliance_findings")
+    assert sorted(r[0] for r in rows) == ["gpu_health", "residency", "runtime_drift", "untagged_spend"]
+    by_policy = {r[0]: r for r in rows}
+    (residency,) = planted(demo, "residency_violation")
+    assert by_policy["residency"][1:4] == (residency["team"], residency["provider"], residency["region"])
+    (drift,) = planted(demo, "driver_drift")
+    assert by_policy["runtime_drift"][4] == drift["host"]
+    (health,) = planted(demo, "gpu_health")
+    assert by_policy["gpu_health"][4:6] == (health["host"], health["gpu_uuid"])
+    (untagged,) = planted(demo, "untagged_instance")
+    assert by_policy["untagged_spend"][6].lower() == untagged["instance_id"].lower()
+
+
+def test_budget_overrun_is_the_planted_team_only(demo):
+    (overrun,) = planted(demo, "budget_overrun")
+    over = demo.store.rows("SELECT DISTINCT team FROM v_team_budget WHERE over_budget OR forecast_over_budget")
+    assert over == [(overrun["team"],)]
+
+
+def test_cloud_gpu_spend_equals_the_bill(demo):
+    """Every USD of billed EffectiveCost lands in team spend exactly once."""
+    billed = demo.store.scalar("SELECT sum(toFloat64(EffectiveCost)) FROM billing_line_items WHERE BillingCurrency = 'USD'")
+    spent = demo.store.scalar(
+        "SELECT sum(cost) FROM team_spend_day WHERE cost_kind IN ('cloud_gpu', 'cloud_other') AND estimated_cost = 0 AND currency = 'USD'")
+    estimated = demo.store.scalar("SELECT sum(cost) FROM team_spend_day WHERE cost_kind = 'cloud_gpu' AND estimated_cost > 0")
+    assert abs(spent - billed) < 0.01 * billed, (spent, billed, estimated)
