@@ -15,7 +15,10 @@ SELECT
     argMax(cluster, t)                                            AS cluster,
     argMax(pool, t)                                               AS pool,
     argMax(instance_id, t)                                        AS instance_id,
-    argMax(sample_instance_key, t)                                AS instance_key,
+    multiIf(startsWith(lower(trimBoth(instance_id)), '/subscriptions/'), trim(TRAILING '/' FROM lower(trimBoth(instance_id))),
+            match(trimBoth(instance_id), '^arn:[^:]+:ec2:[^:]*:[^:]*:instance/[^/]+$'), extract(trimBoth(instance_id), 'instance/([^/]+)$'),
+            match(trimBoth(instance_id), '/instances/[^/]+$'), extract(trimBoth(instance_id), '/instances/([^/]+)$'),
+            trimBoth(instance_id)) AS instance_key,
     argMax(instance_type, t)                                      AS instance_type,
     argMax(model, t)                                              AS model,
     argMax(driver_version, t)                                     AS driver_version,
@@ -60,11 +63,7 @@ FROM
         FROM
         (
             SELECT *,
-                -- the same normalisation as billing_line_items.resource_key (sql/002), so bills meet GPUs
-                multiIf(startsWith(lower(trimBoth(instance_id)), '/subscriptions/'), trim(TRAILING '/' FROM lower(trimBoth(instance_id))),
-                        match(trimBoth(instance_id), '^arn:[^:]+:ec2:[^:]*:[^:]*:instance/[^/]+$'), extract(trimBoth(instance_id), 'instance/([^/]+)$'),
-                        match(trimBoth(instance_id), '/instances/[^/]+$'), extract(trimBoth(instance_id), '/instances/([^/]+)$'),
-                        trimBoth(instance_id))                    AS sample_instance_key,
+
                 lagInFrame(toNullable(ts)) OVER w                 AS prev_ts,
                 leadInFrame(toNullable(ts)) OVER w                AS next_ts
             FROM gpu_samples
