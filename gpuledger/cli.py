@@ -46,6 +46,15 @@ def cmd_ingest_samples(args, cfg) -> int:
     return 0
 
 
+def cmd_ingest_billing(args, cfg) -> int:
+    from ingest.billing import ingest_billing
+
+    store = open_store(cfg, args.store)
+    report = ingest_billing(store, args.paths, fmt=args.format, progress=_progress)
+    print(report.summary())
+    return 0
+
+
 def cmd_query(args, cfg) -> int:
     from gpuledger.output import render
 
@@ -114,6 +123,9 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--store", help="store DSN, overriding the config (chdb:///dir or http://user:pass@host:8123/db)")
     top.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from gpuledger.cli_collect import add_commands as add_collect_commands
+
+    add_collect_commands(sub)
 
     p = sub.add_parser("init", help="create or upgrade the store's schema")
     p.set_defaults(func=cmd_init)
@@ -124,6 +136,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or glob patterns")
     p.add_argument("--force", action="store_true", help="load files even if the same content was loaded before")
     p.set_defaults(func=cmd_ingest_samples)
+
+    p = ingest_sub.add_parser("billing", help="cloud bills: FOCUS, AWS CUR, Azure exports, GCP billing export; files, dirs, globs, s3://")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, glob patterns or s3://bucket/prefix")
+    p.add_argument("--format", choices=("focus", "aws-cur", "azure", "azure-actual", "azure-amortized", "gcp"),
+                   help="the files' format (default: sniffed from their columns)")
+    p.set_defaults(func=cmd_ingest_billing)
 
     p = sub.add_parser("query", help="run SQL against the store and print the result")
     p.add_argument("sql")
@@ -141,6 +159,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", help="listen address (default: server.host)")
     p.add_argument("--port", type=int, help="listen port (default: server.port, 8050)")
     p.set_defaults(func=cmd_up)
+
+    from alerts.commands import add_commands as add_alerts_commands
+
+    add_alerts_commands(sub, open_store)
 
     p = sub.add_parser("sim", help="write a simulated fleet's samples and billing files")
     _sim_args(p)
@@ -167,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("clickhouse_connect").setLevel(logging.WARNING)
+    for noisy in ("clickhouse_connect", "apscheduler", "werkzeug"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         cfg = configuration.load(args.config)
         return args.func(args, cfg)

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Mapping
 
 from gpuledger.configschema import Secret, build
+from alerts.config import AlertsConfig
 from ingest.analytics.config import AnalyticsConfig, AttributionRule, ListPrice, PoliciesConfig, PoolConfig, default_rules
 from gpuledger.errors import ConfigError
+from ingest.billing_config import BillingConfig
+from ingest.telemetry_config import CollectorConfig, ReceiverConfig, ScrapeTarget
 
 DEFAULT_DSN = "chdb://~/.local/share/gpuledger/store"
 ENV_PREFIX = "GPULEDGER_"
@@ -67,6 +70,11 @@ class Config:
     attribution: list[AttributionRule] = field(default_factory=default_rules)
     policies: PoliciesConfig = field(default_factory=PoliciesConfig)
     analytics: AnalyticsConfig = field(default_factory=AnalyticsConfig)
+    collector: CollectorConfig = field(default_factory=CollectorConfig)
+    scrape: list[ScrapeTarget] = field(default_factory=list)
+    receiver: ReceiverConfig = field(default_factory=ReceiverConfig)
+    billing: BillingConfig = field(default_factory=BillingConfig)
+    alerts: AlertsConfig = field(default_factory=AlertsConfig)
     source: str = "defaults"                # where this config was read from (not a key)
 
     def store_dsn(self) -> str:

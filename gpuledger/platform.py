@@ -101,6 +101,16 @@ def build_platform(config, store) -> Platform:
     """The platform with every part that runs inside ``gpuledger up``."""
     from ingest.analytics.derive import derive
 
+    from alerts.scheduler import install as install_alerts
+    from ingest.billing_config import pull_sources
+
     platform = Platform(config, store)
     platform.add_job("derive", lambda: derive(store, config), seconds=config.analytics.interval_minutes * 60)
+    if config.billing.sources:
+        platform.add_job("billing-pull", lambda: pull_sources(store, config.billing, time.time),
+                         seconds=config.billing.interval_minutes * 60)
+    install_alerts(platform, config)
+    from ingest.telemetry import register_telemetry
+
+    register_telemetry(platform, store, config)
     return platform

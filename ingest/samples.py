@@ -1,4 +1,7 @@
-"""``gpuledger ingest samples``: bulk import of GPU samples from CSV / Parquet files.
+"""``gpuledger ingest samples``: bulk import of GPU samples from CSV / Parquet files, and from
+Prometheus text exposition files (``.prom``, ``.txt``: a saved ``curl node:9400/metrics`` of our
+agent or of dcgm-exporter, mapped like a scrape by ``collector.dcgm.GPULEDGER``; samples
+without their own timestamp take the file's modification time).
 
 Columns are those of ``gpu_samples`` (see ``sql/001_gpu_samples.sql`` and the README):
 ``ts``, ``host`` and ``gpu_uuid`` are required, the others default when absent (NULL for
@@ -27,7 +30,8 @@ log = logging.getLogger(__name__)
 
 TABLE = "gpu_samples"
 REQUIRED = ("ts", "host", "gpu_uuid")
-SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz")
+PROM_SUFFIXES = (".prom", ".txt")
+SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz") + PROM_SUFFIXES
 
 
 @dataclass
@@ -118,9 +122,11 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
     types = column_types(store, TABLE)
     report = LoadReport()
     for number, path in enumerate(files, 1):
-        fmt = file_format(path)
-        columns = header(path, fmt)
-        check_columns(path, columns, GPU_SAMPLE_COLUMNS, REQUIRED)
+        promtext = path.name.lower().endswith(PROM_SUFFIXES)
+        if not promtext:
+            fmt = file_format(path)
+            columns = header(path, fmt)
+            check_columns(path, columns, GPU_SAMPLE_COLUMNS, REQUIRED)
         digest = sha256(path)
         previous = already_loaded(store, "samples", digest)
         if previous and not force:
@@ -128,7 +134,7 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
             report.skipped.append(str(path))
             progress(f"[{number}/{len(files)}] {path}: already loaded (as {previous}), skipped")
             continue
-        rows = load_one(store, path, fmt, columns, types)
+        rows = load_promtext(store, path) if promtext else load_one(store, path, fmt, columns, types)
         record_loaded(store, "samples", path, digest, rows)
         report.files_loaded += 1
         report.rows += rows
@@ -148,3 +154,45 @@ def load_one(store, path: Path, fmt: str, columns: list[str], types: dict[str, s
             raise InputError(f"{reason}; nothing from this file was stored", path=str(path), row=row, column=column) from None
         message = str(exc).split("\n")[0][:400]
         raise InputError(f"ClickHouse refused the file ({message}); nothing from this file was stored", path=str(path)) from None
+
+
+def load_promtext(store, path: Path) -> int:
+    """Load one Prometheus text exposition file all-or-nothing; return the rows stored."""
+    from datetime import datetime, timezone
+
+    from collector.dcgm import records_from_text
+    from collector.promtext import PromTextError
+    from collector.records import as_row
+    from ingest.writer import attach_all, insert_rows
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        when = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
+        records = records_from_text(text, when, defaults={"host": ""}, source="import")
+    except PromTextError as exc:
+        raise InputError(f"not Prometheus text exposition ({exc}); nothing from this file was stored",
+                         path=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the file ({exc})", path=str(path)) from None
+    if not records:
+        raise InputError("no GPU samples found: expected dcgm-exporter or gpuledger metrics with a UUID label",
+                         path=str(path))
+    nameless = next((r for r in records if not r.host), None)
+    if nameless is not None:
+        raise InputError(f"GPU {nameless.gpu_uuid} has no Hostname label, so its host is unknown; "
+                         "nothing from this file was stored", path=str(path))
+    stage = f"_stage_{TABLE}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    store.command(f"CREATE TABLE IF NOT EXISTS `{stage}` AS `{TABLE}`")
+    try:
+        try:
+            insert_rows(store, stage, GPU_SAMPLE_COLUMNS, [as_row(r) for r in records])
+        except Exception as exc:
+            if "DB::Exception" not in str(exc) and not hasattr(exc, "code"):
+                raise
+            message = str(exc).split("\n")[0][:400]
+            raise InputError(f"ClickHouse refused the samples ({message}); nothing from this file was stored",
+                             path=str(path)) from None
+        attach_all(store, stage, TABLE)
+        return len(records)
+    finally:
+        store.command(f"DROP TABLE IF EXISTS `{stage}`")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from collector.billing import aws_cur, azure, gcp, tables
-from collector.billing.focus import HeaderMatch
+from collector.billing.focus import COLUMNS, HeaderMatch
 from gpuledger.errors import InputError
 
 SOURCE_KIND = {"focus": "focus", "aws-cur": "aws-cur", "azure": "azure-export", "azure-actual": "azure-actual",
@@ -19,14 +19,16 @@ def sniff(header: list[str]) -> str | None:
     """The format a header belongs to, or None."""
     names = {h.strip().lstrip("\ufeff") for h in header}
     lower = {n.lower() for n in names}
-    if {"billedcost", "chargeperiodstart"} <= lower:
-        return "focus"
     if {aws_cur.cur2_name(n) for n in names} & {"line_item_unblended_cost", "line_item_line_item_type"}:
         return "aws-cur"
     if "MeterCategory" in names or ("ChargeType" in names and names & set(azure.COST)):
         return "azure"
     if {"billing_account_id", "cost"} <= lower and ({"usage_start_time"} & lower):
         return "gcp"
+    # FOCUS: most FOCUS names present (a FOCUS file missing a required column is still FOCUS,
+    # and is then refused naming what is missing)
+    if {"billedcost", "chargeperiodstart"} <= lower or len(lower & {c.lower() for c in COLUMNS}) >= 4:
+        return "focus"
     return None
 
 

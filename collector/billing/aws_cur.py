@@ -11,7 +11,7 @@ import re
 
 import pandas as pd
 
-from collector.billing.common import col, dates, extensions, focus_frame, lookup, number, pick, tags_json, text_of
+from collector.billing.common import col, extensions, focus_frame, lookup, number, pick, tags_json, text_of
 
 REQUIRED = ("bill_billing_period_start_date", "line_item_usage_start_date", "line_item_usage_end_date",
             "line_item_unblended_cost", "line_item_line_item_type")

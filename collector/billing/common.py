@@ -53,7 +53,12 @@ def dates(series: pd.Series, formats: tuple[str, ...], shift_days: int = 0) -> p
 
 def tags_json(frame: pd.DataFrame, prefixes: dict[str, str]) -> pd.Series:
     """Tags from columns named ``<prefix><key>`` as a JSON object per row (``prefixes``: prefix -> key prefix kept)."""
-    tag_cols = [(c, keep + c[len(p):]) for c in frame.columns for p, keep in prefixes.items() if c.startswith(p)]
+    tag_cols = []
+    for c in frame.columns:
+        for p, keep in sorted(prefixes.items(), key=lambda kv: -len(kv[0])):  # longest prefix wins
+            if c.startswith(p):
+                tag_cols.append((c, keep + c[len(p):]))
+                break
     if not tag_cols:
         return pd.Series([""] * len(frame), index=frame.index, dtype=object)
     values = frame[[c for c, _ in tag_cols]].astype(object).where(frame[[c for c, _ in tag_cols]].notna(), "")

@@ -63,7 +63,8 @@ def test_example_config_is_valid_and_complete():
 
     example = Path(__file__).resolve().parents[2] / "gpuledger.example.toml"
     load(str(example), env={"SLACK_WEBHOOK_URL": "https://hooks.invalid/x", "SMTP_PASSWORD": "x",
-                            "GPULEDGER_DASHBOARD_PASSWORD": "x", "CLICKHOUSE_PASSWORD": "x"})
+                            "GPULEDGER_DASHBOARD_PASSWORD": "x", "CLICKHOUSE_PASSWORD": "x",
+                            "AZURE_CLIENT_SECRET": "x"})
     text = example.read_text()
 
     def walk(cls, seen):

@@ -1,0 +1,37 @@
+"""Time for the engine: a clock passed in (tests control it), UTC helpers, row versions."""
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Callable
+
+Clock = Callable[[], datetime]
+_lock = threading.Lock()
+_last = 0
+
+
+def system_clock() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """A datetime from ClickHouse (naive means UTC) or the clock, as an aware UTC datetime."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+def version() -> int:
+    """A strictly increasing row version (wall-clock nanoseconds), for ReplacingMergeTree rows.
+
+    Independent of the injected clock, so that a later write always wins even when a test's clock
+    stands still."""
+    global _last
+    with _lock:
+        _last = max(_last + 1, time.time_ns())
+        return _last
+
+
+def iso(value: datetime | None) -> str:
+    return utc(value).strftime("%Y-%m-%dT%H:%M:%SZ") if value else ""

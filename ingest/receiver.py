@@ -1,0 +1,211 @@
+"""HTTP endpoints of ``gpuledger up`` that receive telemetry pushed to it.
+
+``POST /api/v1/write`` — Prometheus remote_write 1.0 (snappy-compressed protobuf). Point an
+existing Prometheus at it::
+
+    remote_write:
+      - url: http://platform:8050/api/v1/write
+        authorization: { credentials: <receiver.token> }      # when a token is configured
+
+Series are mapped onto ``gpu_samples`` like a scrape of our agent or dcgm-exporter
+(``collector.dcgm.GPULEDGER``); series without a GPU ``UUID`` label, NaN values (including
+Prometheus' staleness markers) and GPUs without a ``Hostname`` label are skipped.
+
+``POST /api/v1/ingest/batch`` — a batch (``ingest.batches``; JSON, optionally
+``Content-Encoding: gzip``) from ``gpuledger collect --push-url``; stored under its id as
+insert deduplication token, so an agent re-sending a batch after a crash stores it once.
+
+Answers: 2xx stored; 400 malformed or refused data (do not retry); 401 missing or wrong
+bearer token; 413 body over ``receiver.max_body_mb``; 415 wrong encoding or protocol version;
+503 the store failed (retry later — Prometheus and the agent both do).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import math
+import threading
+import time
+import zlib
+from datetime import datetime, timezone
+
+from flask import jsonify, request
+
+from collector.dcgm import GPULEDGER
+from collector.records import GPU_SAMPLE_COLUMNS, as_row
+from collector.remote_write import PayloadTooLarge, RemoteWriteError, decode
+from collector.sample_mapping import samples_to_records
+from ingest.batches import Batch, BatchError, BatchRejected, first_line, insert_batch, is_data_error
+from ingest.telemetry_config import ReceiverConfig
+from ingest.writer import insert_rows
+
+log = logging.getLogger(__name__)
+
+WRITE_PATH = "/api/v1/write"
+BATCH_PATH = "/api/v1/ingest/batch"
+
+
+class Refused(Exception):
+    """An HTTP error answer: ``status`` and a message for the sender."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class Receiver:
+    """The two endpoints' logic, independent of Flask's routing (``register`` mounts it)."""
+
+    def __init__(self, store, config: ReceiverConfig | None = None, clock=time.time):
+        self.store, self.config, self.clock = store, config or ReceiverConfig(), clock
+        self.max_bytes = int(self.config.max_body_mb * 1024 * 1024)
+        self._lock = threading.Lock()          # one insert at a time into the store
+        self.counts = {"remote_write_requests": 0, "remote_write_rows": 0, "batches": 0,
+                       "batch_rows": 0, "refused": 0}
+
+    # ---- request handling ------------------------------------------------------------
+    def check_auth(self, header: str | None) -> None:
+        token = self.config.token.get() if self.config.token else ""
+        if not token:
+            return
+        scheme, _, given = (header or "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            raise Refused(401, "missing or wrong bearer token: send 'Authorization: Bearer "
+                               "<token>' with the token configured as receiver.token")
+
+    def read_body(self, content_length: int | None, stream) -> bytes:
+        if content_length is not None and content_length > self.max_bytes:
+            raise Refused(413, f"body of {content_length} bytes is over the receiver's "
+                               f"{self.config.max_body_mb:g} MB limit (receiver.max_body_mb); "
+                               "send smaller batches")
+        body = stream.read(self.max_bytes + 1)
+        if len(body) > self.max_bytes:
+            raise Refused(413, f"body is over the receiver's {self.config.max_body_mb:g} MB "
+                               "limit (receiver.max_body_mb); send smaller batches")
+        if not body:
+            raise Refused(400, "empty request body")
+        return body
+
+    def remote_write(self, body: bytes, content_type: str, encoding: str) -> int:
+        """Store a remote_write body; return the rows stored."""
+        if "proto=io.prometheus.write.v2" in content_type:
+            raise Refused(415, "remote_write 2.0 is not supported; set "
+                               "protobuf_message: prometheus.WriteRequest (1.0) on the sender")
+        if encoding and encoding.lower() != "snappy":
+            raise Refused(415, f"Content-Encoding {encoding!r}: remote_write bodies must be snappy")
+        try:
+            samples = decode(body, max_bytes=8 * self.max_bytes)
+        except PayloadTooLarge as e:
+            raise Refused(413, str(e)) from None
+        except RemoteWriteError as e:
+            raise Refused(400, str(e)) from None
+        samples = [s for s in samples if not math.isnan(s.value)]
+        defaults = {"host": ""}
+        if self.config.environment:
+            defaults["environment"] = self.config.environment
+        received = datetime.fromtimestamp(self.clock(), timezone.utc)
+        # one row per GPU entity and sample time: a round scraped twice is sent twice
+        records = list({(r.host, r.gpu_uuid, r.mig_instance, r.ts): r for r in samples_to_records(
+            samples, GPULEDGER, received, defaults, "remote_write") if r.host and r.gpu_uuid}.values())
+        self.counts["remote_write_requests"] += 1
+        if not records:
+            return 0
+        rows = [as_row(r) for r in records]
+        token = "rw:" + hashlib.sha256(body).hexdigest()
+        self._insert(lambda: insert_rows(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, token))
+        self.counts["remote_write_rows"] += len(rows)
+        return len(rows)
+
+    def batch(self, body: bytes, encoding: str) -> Batch:
+        """Store an agent's batch; return it."""
+        if encoding and encoding.lower() == "gzip":
+            try:
+                body = _gunzip(body, 8 * self.max_bytes)
+            except (OSError, EOFError, zlib.error) as e:
+                raise Refused(400, f"body is not valid gzip ({e})") from None
+        elif encoding and encoding.lower() != "identity":
+            raise Refused(415, f"Content-Encoding {encoding!r}: use gzip or none")
+        try:
+            batch = Batch.from_json(body)
+        except BatchError as e:
+            raise Refused(400, str(e)) from None
+        self._insert(lambda: insert_batch(self.store, batch))
+        self.counts["batches"] += 1
+        self.counts["batch_rows"] += len(batch.rows)
+        return batch
+
+    def _insert(self, do) -> None:
+        try:
+            with self._lock:
+                do()
+        except BatchRejected as e:
+            raise Refused(400, str(e)) from None
+        except Exception as e:
+            if is_data_error(e):
+                raise Refused(400, f"the store refused the data: {first_line(e)}") from None
+            log.warning("receiver: the store failed an insert (%s: %s); the sender will retry",
+                        type(e).__name__, first_line(e))
+            raise Refused(503, f"the store is not accepting writes right now ({first_line(e)}); "
+                               "retry later") from None
+
+    # ---- Flask -----------------------------------------------------------------------
+    def register(self, web) -> None:
+        web.add_url_rule(WRITE_PATH, "ingest_remote_write", self._flask_write, methods=["POST"])
+        web.add_url_rule(BATCH_PATH, "ingest_batch", self._flask_batch, methods=["POST"])
+
+    def _flask_write(self):
+        def handle():
+            body = self._request_body()
+            self.remote_write(body, request.headers.get("Content-Type", ""),
+                              request.headers.get("Content-Encoding", ""))
+            return "", 204
+        return self._answer(handle)
+
+    def _flask_batch(self):
+        def handle():
+            batch = self.batch(self._request_body(), request.headers.get("Content-Encoding", ""))
+            return jsonify({"id": batch.id, "stored": len(batch.rows)}), 200
+        return self._answer(handle)
+
+    def _request_body(self) -> bytes:
+        self.check_auth(request.headers.get("Authorization"))
+        return self.read_body(request.content_length, request.stream)
+
+    def _answer(self, handle):
+        try:
+            return handle()
+        except Refused as e:
+            self.counts["refused"] += 1
+            if e.status != 503:
+                log.info("receiver: %s %s refused with %d: %s", request.method, request.path,
+                         e.status, e)
+            response = jsonify({"error": str(e)})
+            response.status_code = e.status
+            if e.status == 401:
+                response.headers["WWW-Authenticate"] = 'Bearer realm="gpuledger"'
+            return response
+
+
+def _gunzip(body: bytes, limit: int) -> bytes:
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    out = d.decompress(body, limit + 1)
+    if len(out) > limit:
+        raise Refused(413, "gzip body decompresses past the receiver's limit")
+    if not d.eof:
+        raise EOFError("truncated gzip stream")
+    return out
+
+
+def register_receiver(platform, store, config: ReceiverConfig | None = None) -> Receiver | None:
+    """Mount the receiver on ``platform.web`` (unless ``receiver.enabled = false``)."""
+    config = config or ReceiverConfig()
+    if not config.enabled:
+        return None
+    receiver = Receiver(store, config)
+    receiver.register(platform.web)
+    platform.add_part("receiver", f"POST {WRITE_PATH} (remote_write), POST {BATCH_PATH} "
+                                  f"(agents); token {'required' if config.token else 'off'}")
+    log.info("receiving remote_write on %s and agent batches on %s%s", WRITE_PATH, BATCH_PATH,
+             "" if config.token else " (no token configured: anyone who can reach the port may write)")
+    return receiver

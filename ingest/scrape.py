@@ -1,0 +1,160 @@
+"""What ``gpuledger up`` pulls itself: configured scrape targets, and the local GPUs.
+
+Scrape targets (``[[scrape]]`` in the config) are fetched every ``interval_s`` and parsed
+with ``collector.promtext``; series map onto ``gpu_samples`` by the target's ``format``:
+
+* ``gpuledger`` — our agent's ``/metrics`` (dcgm-exporter names plus ``gpuledger_*`` series):
+  the very records the agent sampled, with their own sample time, so scraping an agent twice
+  within one of its intervals stores the round once;
+* ``dcgm`` — NVIDIA dcgm-exporter (``collector.dcgm.DCGM``; its labels ``Hostname``, ``UUID``,
+  ``gpu``, ``GPU_I_ID``, ``modelName``, ``namespace``, ``pod`` ... fill our columns);
+* ``custom`` — any exporter, with ``metrics`` (metric -> column and scale) and ``label_map``
+  (label -> column) from the config.
+
+``labels`` of a target fill columns the data lacks (``environment``, ``cluster``, ...); a
+series without a host label gets the target URL's host name. Each scrape is one insert whose
+deduplication token is a digest of its rows.
+
+A target that fails is logged once when it starts failing and once when it recovers, and is
+shown as failing in ``/healthz`` meanwhile.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timezone
+from urllib.parse import urlparse
+
+from collector.dcgm import DCGM, GPULEDGER, records_from_text
+from collector.promtext import PromTextError
+from collector.records import GPU_SAMPLE_COLUMNS, as_row
+from collector.sample_mapping import MetricMapping, mapping_from_config
+from ingest.batches import batches_from_round, first_line, insert_batch
+from ingest.writer import insert_rows
+
+log = logging.getLogger(__name__)
+
+ACCEPT = "text/plain;version=0.0.4;q=0.9,*/*;q=0.1"
+
+
+class ScrapeError(Exception):
+    """A target could not be scraped or parsed; the message names it and the cause."""
+
+
+def mapping_for(target) -> MetricMapping:
+    if target.format == "dcgm":
+        base = DCGM
+    elif target.format == "gpuledger":
+        base = GPULEDGER
+    else:
+        metrics = {name: (m.column, m.scale) for name, m in target.metrics.items()}
+        return mapping_from_config(metrics, target.label_map, source=target.name)
+    if target.metrics or target.label_map:
+        return mapping_from_config({n: (m.column, m.scale) for n, m in target.metrics.items()},
+                                   target.label_map, source=base.source, base=base)
+    return base
+
+
+def fetch(url: str, timeout_s: float, token: str | None = None) -> str:
+    """The body of one scrape; ScrapeError when the target does not answer with 200."""
+    headers = {"Accept": ACCEPT, "User-Agent": "gpuledger-scraper"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                    timeout=timeout_s) as response:
+            return response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as e:
+        raise ScrapeError(f"{url} answered {e.code} {e.reason}") from None
+    except (OSError, ValueError) as e:
+        raise ScrapeError(f"{url} does not answer ({getattr(e, 'reason', e)})") from None
+
+
+class ScrapeJob:
+    """One target: ``job()`` scrapes it once and stores what it found; returns rows stored."""
+
+    def __init__(self, store, target, fetch_text=fetch, clock=time.time):
+        self.store, self.target = store, target
+        self.mapping = mapping_for(target)
+        self.defaults = {"host": urlparse(target.url).hostname or "", **target.labels}
+        self._fetch, self._clock = fetch_text, clock
+
+    def __call__(self) -> int:
+        t = self.target
+        when = datetime.fromtimestamp(self._clock(), timezone.utc)
+        text = self._fetch(t.url, t.timeout_s, t.token.get() if t.token else None)
+        try:
+            records = records_from_text(text, when, self.mapping, self.defaults)
+        except PromTextError as e:
+            raise ScrapeError(f"{t.url} is not Prometheus text ({e})") from None
+        if not records:
+            return 0
+        rows = [as_row(r) for r in records]
+        insert_rows(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS, rows)
+        return len(rows)
+
+
+def add_quiet_job(platform, name: str, func, seconds: float) -> None:
+    """Like ``Platform.add_job``, but a failure is logged once per outage, without traceback,
+    and its message (not the traceback) shows in /healthz."""
+    platform.add_part(name, f"every {seconds:g}s")
+    state = {"failing": False}
+
+    def run():
+        part = platform.parts[name]
+        try:
+            func()
+        except Exception as e:
+            part["last_error"] = f"{_now()}: {first_line(e)}"[:500]
+            if not state["failing"]:
+                state["failing"] = True
+                log.warning("%s failing: %s (retried every %gs; logged again when it recovers)",
+                            name, first_line(e), seconds)
+            return
+        part["last_ok"] = _now()
+        if state["failing"]:
+            state["failing"] = False
+            log.info("%s recovered", name)
+
+    platform.scheduler.add_job(run, "interval", seconds=seconds, id=name,
+                               next_run_time=datetime.now(timezone.utc))
+
+
+def register_scrapes(platform, store, targets) -> list[ScrapeJob]:
+    jobs = []
+    for target in targets:
+        job = ScrapeJob(store, target)
+        add_quiet_job(platform, f"scrape:{target.name}", job, target.interval_s)
+        jobs.append(job)
+    if jobs:
+        log.info("scraping %d target(s): %s", len(jobs), ", ".join(t.name for t in targets))
+    return jobs
+
+
+def register_local_sampling(platform, store, collector_config, load_nvml):
+    """Sample this machine's GPUs every ``collector.interval_s`` into the store, when NVML
+    works here; otherwise one log line and nothing else. Returns the Agent or None."""
+    from collector.agent import Agent, open_sampler
+
+    if not collector_config.local_sampling:
+        return None
+    sampler, reason = open_sampler(load_nvml, host=collector_config.host or None,
+                                   labels=collector_config.labels)
+    if sampler is None:
+        log.info("local GPU sampling off: %s", reason)
+        return None
+
+    def store_round(round_):
+        for batch in batches_from_round(round_, sampler.host):
+            insert_batch(store, batch)
+
+    agent = Agent(sampler, collector_config.interval_s, sink=store_round)
+    add_quiet_job(platform, "local-gpus", agent.round, collector_config.interval_s)
+    log.info("sampling %d local GPU(s) every %gs", sampler.stats.gpus, collector_config.interval_s)
+    return agent
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

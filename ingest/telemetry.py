@@ -1,0 +1,28 @@
+"""The telemetry parts of ``gpuledger up`` in one call (used by ``build_platform``).
+
+* the receiver routes (``ingest.receiver``): remote_write and agent batches;
+* one scrape job per ``[[scrape]]`` target (``ingest.scrape``);
+* in embedded mode, sampling of this machine's GPUs when NVML works here (``ingest.scrape.register_local_sampling``).
+"""
+from __future__ import annotations
+
+from ingest.receiver import register_receiver
+from ingest.scrape import register_local_sampling, register_scrapes
+from ingest.telemetry_config import CollectorConfig, ReceiverConfig
+
+
+def load_pynvml():
+    import pynvml
+
+    return pynvml
+
+
+def register_telemetry(platform, store, config, load_nvml=load_pynvml) -> dict:
+    """Mount what ``config`` (``collector``, ``scrape``, ``receiver`` sections) asks for."""
+    receiver = register_receiver(platform, store, getattr(config, "receiver", None) or ReceiverConfig())
+    scrapes = register_scrapes(platform, store, getattr(config, "scrape", None) or [])
+    local = None
+    if getattr(getattr(store, "target", None), "embedded", False):   # a server store has agents
+        local = register_local_sampling(platform, store,
+                                        getattr(config, "collector", None) or CollectorConfig(), load_nvml)
+    return {"receiver": receiver, "scrapes": scrapes, "local": local}

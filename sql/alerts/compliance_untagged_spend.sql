@@ -1,0 +1,21 @@
+-- Open compliance findings of the 'untagged_spend' policy last seen in the last {lookback_days} days:
+-- one alert per finding. The finding's own severity (critical, warning, info) is the alert's.
+SELECT
+    policy,
+    finding_key,
+    team,
+    host,
+    gpu_uuid,
+    provider,
+    region,
+    resource_id,
+    severity,
+    summary,
+    1                                                            AS value,
+    toString(round(cost_usd, 2))                                 AS annotation_cost_usd,
+    substring(evidence, 1, 2000)                                 AS annotation_evidence,
+    formatDateTime(first_seen, '%Y-%m-%dT%H:%i:%SZ', 'UTC')     AS annotation_first_seen,
+    formatDateTime(last_seen, '%Y-%m-%dT%H:%i:%SZ', 'UTC')      AS annotation_last_seen
+FROM v_compliance_open
+WHERE policy = 'untagged_spend'
+  AND last_seen >= {now:DateTime64(3, 'UTC')} - toIntervalSecond(toUInt64({lookback_days:Float64} * 86400))

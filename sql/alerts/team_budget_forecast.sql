@@ -1,0 +1,19 @@
+-- Teams whose spend forecast to the end of the month reaches {threshold_pct} % of their monthly
+-- budget, in the latest month the budget view holds. value: forecast as a percentage of budget.
+-- When the budget is already exceeded, team_budget_exceeded (critical) inhibits this alert.
+SELECT
+    team,
+    toString(m)                                                  AS month,
+    100 * forecast_usd / budget_usd                              AS value,
+    toString(round(spend_mtd_usd, 2))                            AS annotation_spend_mtd_usd,
+    toString(round(budget_usd, 2))                               AS annotation_budget_usd,
+    toString(round(forecast_usd, 2))                             AS annotation_forecast_usd
+FROM
+(
+    SELECT team, month AS m, budget_usd, spend_mtd_usd, forecast_usd
+    FROM v_team_budget
+    WHERE budget_usd > 0
+    ORDER BY team, month DESC
+    LIMIT 1 BY team
+)
+WHERE forecast_usd >= budget_usd * {threshold_pct:Float64} / 100

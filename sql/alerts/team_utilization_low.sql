@@ -1,0 +1,14 @@
+-- Teams whose GPU-hour-weighted utilization over the last {lookback_days} complete days is below
+-- {target_pct} %, counting only teams with at least {min_gpu_hours} GPU-hours in that time.
+-- value: the team's utilization in percent.
+SELECT
+    team,
+    sum(utilization_pct * gpu_hours) / sum(gpu_hours)            AS value,
+    toString(round(sum(gpu_hours), 1))                           AS annotation_gpu_hours
+FROM v_team_utilization
+WHERE day >= toDate({now:DateTime64(3, 'UTC')}) - toUInt32({lookback_days:Float64})
+  AND day < toDate({now:DateTime64(3, 'UTC')})
+  AND team NOT IN ('', 'unallocated')
+GROUP BY team
+HAVING sum(gpu_hours) >= {min_gpu_hours:Float64}
+   AND value < {target_pct:Float64}

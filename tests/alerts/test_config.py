@@ -1,0 +1,125 @@
+"""The [alerts] config section: typed, validated, secrets only by reference and never shown."""
+import tomllib
+from dataclasses import dataclass, field
+
+import pytest
+
+from alerts.config import AlertsConfig
+from alerts.rules import rules_from_config
+from gpuledger.configschema import build
+from gpuledger.errors import ConfigError
+
+FULL = """
+[alerts]
+base_url = "https://gpuledger.example.org"
+interval_s = 30
+default_channels = ["ops"]
+
+[alerts.builtin_rules.gpu_idle_window]
+params = { min_hours = 4, lookback_days = 7 }
+severity = "critical"
+channels = ["ops"]
+
+[[alerts.rules]]
+name = "hot_gpus"
+query = "SELECT host, max(temperature_c) AS value FROM gpu_samples GROUP BY host HAVING value > {max_c:Float64}"
+params = { max_c = 85 }
+for_duration = "10m"
+repeat_interval = "1h"
+group_by = ["alertname", "host"]
+annotations = { summary = "{host} at {value:.0f} C" }
+
+[[alerts.channels]]
+name = "ops"
+type = "slack"
+url = { env = "SLACK_URL" }
+
+[[alerts.channels]]
+name = "mail"
+type = "email"
+smtp_host = "smtp.example.org"
+smtp_user = "alerts"
+smtp_password = { file = "PASSWORD_FILE" }
+email_from = "gpuledger@example.org"
+email_to = ["oncall@example.org"]
+
+[[alerts.channels]]
+name = "am"
+type = "alertmanager"
+endpoint = "http://alertmanager:9093"
+
+[[alerts.routes]]
+match = { team = "vision" }
+channels = ["mail"]
+
+[[alerts.inhibit]]
+source = ["alertname=team_budget_exceeded"]
+target = ["alertname=team_budget_forecast"]
+equal = ["team"]
+"""
+
+
+@dataclass
+class Top:
+    alerts: AlertsConfig = field(default_factory=AlertsConfig)
+
+
+def load(text: str, env=None) -> AlertsConfig:
+    return build(Top, tomllib.loads(text), "", "gpuledger.toml", env or {}).alerts
+
+
+def test_full_section_loads_with_secrets_from_env_and_file(tmp_path):
+    secret_file = tmp_path / "smtp"
+    secret_file.write_text("mail-pass\n")
+    cfg = load(FULL.replace("PASSWORD_FILE", str(secret_file)),
+               {"SLACK_URL": "https://hooks.slack.com/services/T/B/xyz"})
+    ops, mail, am = cfg.channels
+    assert ops.url.get().endswith("/xyz") and mail.smtp_password.get() == "mail-pass"
+    assert "xyz" not in repr(cfg) and "mail-pass" not in repr(cfg)
+    rules = {r.name: r for r in rules_from_config(cfg)}
+    assert rules["gpu_idle_window"].params == {"min_hours": 4.0, "lookback_days": 7.0}
+    assert rules["gpu_idle_window"].severity == "critical" and rules["gpu_idle_window"].channels == ("ops",)
+    assert rules["hot_gpus"].for_s == 600 and rules["hot_gpus"].repeat_interval_s == 3600
+    assert rules["hot_gpus"].params == {"max_c": 85.0}
+    assert len(rules) == 10
+
+
+def test_defaults_turn_the_builtin_pack_on():
+    cfg = AlertsConfig()
+    assert cfg.enabled and cfg.builtin and cfg.interval_s == 60
+    assert [r.name for r in rules_from_config(cfg)][:2] == ["gpu_idle_window", "team_utilization_low"]
+    assert rules_from_config(AlertsConfig(builtin=False)) == []
+
+
+def test_query_file_is_read_relative_to_the_config(tmp_path):
+    (tmp_path / "rule.sql").write_text("SELECT 1 AS value")
+    cfg = load('[alerts]\nbuiltin = false\n[[alerts.rules]]\nname = "x"\nquery_file = "rule.sql"\n')
+    assert rules_from_config(cfg, tmp_path)[0].sql == "SELECT 1 AS value"
+
+
+@pytest.mark.parametrize("text, message", [
+    ('[[alerts.channels]]\nname = "s"\ntype = "slack"\nurl = "https://hooks.slack.com/services/T/B/leak"\n',
+     "key 'alerts.channels[0].url': expected a secret reference"),
+    ('[[alerts.channels]]\nname = "s"\ntype = "slack"\n', "key 'alerts.channels[0].url': expected the Slack incoming-webhook URL"),
+    ('[[alerts.channels]]\nname = "s"\ntype = "pager"\n', "key 'alerts.channels[0].type': expected one of 'slack'"),
+    ('[alerts]\ndefault_channels = ["nope"]\n', "key 'alerts.default_channels': expected names of channels"),
+    ('[alerts.builtin_rules.gpu_idle]\nenabled = false\n', "key 'alerts.builtin_rules.gpu_idle': expected one of the built-in rules"),
+    ('[alerts.builtin_rules.gpu_idle_window]\nparams = { min_hourz = 3 }\n',
+     "key 'alerts.builtin_rules.gpu_idle_window.params.min_hourz': expected one of min_hours, lookback_days"),
+    ('[[alerts.rules]]\nname = "x"\nquery = "SELECT 1"\nfor_duration = "ten minutes"\n',
+     "key 'alerts.rules[0].for_duration': expected a duration like 30s"),
+    ('[[alerts.rules]]\nname = "x"\n', "key 'alerts.rules[0].query': expected exactly one of query"),
+    ('[[alerts.rules]]\nname = "gpu_idle_window"\nquery = "SELECT 1"\n', "key 'alerts.rules': expected unique rule names"),
+    ('[[alerts.inhibit]]\nsource = ["severity"]\ntarget = ["x=y"]\n', "key 'alerts.inhibit[0].source': expected matcher 'severity'"),
+    ('[alerts]\nbase_url = "dash:8050"\n', "key 'alerts.base_url': expected the dashboard's URL"),
+])
+def test_bad_alerts_config_names_the_key(text, message):
+    with pytest.raises(ConfigError) as info:
+        load(text)
+    assert message in str(info.value)
+    assert "leak" not in str(info.value)
+
+
+def test_missing_secret_variable_is_named_not_shown():
+    with pytest.raises(ConfigError, match="environment variable SLACK_URL, which is not set"):
+        load('[[alerts.channels]]\nname = "s"\ntype = "slack"\nurl = { env = "SLACK_URL" }\n')

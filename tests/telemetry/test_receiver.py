@@ -1,0 +1,113 @@
+"""The receiver's endpoints on a Platform with a real store: remote_write and agent batches,
+with bounded bodies, bearer tokens and clear 4xx answers."""
+from __future__ import annotations
+
+import gzip
+
+import cramjam
+import pytest
+
+from gpuledger.configschema import Secret
+from gpuledger.platform import Platform
+from ingest.receiver import register_receiver
+from ingest.telemetry_config import ReceiverConfig
+from tests.collector.test_remote_write import label, point, series, snappy_literal, write_request
+from tests.telemetry.helpers import platform_config
+from tests.telemetry.test_spool import batch
+
+UUID = "GPU-5f0c6a0e-1111-2222-3333-444455556666"
+TS = 1_784_000_000_000
+
+
+def remote_write_body(ts_ms: int = TS, stale: bool = False) -> bytes:
+    gpu = {"UUID": UUID, "Hostname": "node-7", "gpu": "3", "modelName": "NVIDIA H100 80GB HBM3",
+           "instance": "node-7:9400", "job": "dcgm"}
+    stale_nan = 0x7FF0000000000002
+    import struct
+    nan = struct.unpack("<d", struct.pack("<Q", stale_nan))[0]
+    return snappy_literal(write_request(
+        series({"__name__": "DCGM_FI_DEV_GPU_UTIL", **gpu}, [(87.0, ts_ms)] + ([(nan, ts_ms + 15000)] if stale else [])),
+        series({"__name__": "DCGM_FI_DEV_FB_USED", **gpu}, [(1024.0, ts_ms)]),
+        series({"__name__": "DCGM_FI_DEV_FB_FREE", **gpu}, [(3072.0, ts_ms)]),
+        series({"__name__": "DCGM_FI_DEV_POWER_USAGE", **gpu}, [(612.25, ts_ms)]),
+        series({"__name__": "up", "instance": "node-7:9400", "job": "dcgm"}, [(1.0, ts_ms)]),
+        series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-no-host"}, [(5.0, ts_ms)]),  # skipped
+    ))
+
+
+@pytest.fixture
+def client(store):
+    def make(**receiver):
+        platform = Platform(platform_config(), store)
+        register_receiver(platform, store, ReceiverConfig(**receiver))
+        return platform.web.test_client()
+    return make
+
+
+RW_HEADERS = {"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
+              "X-Prometheus-Remote-Write-Version": "0.1.0"}
+
+
+def test_remote_write_lands_in_gpu_samples_once(client, store):
+    c = client(environment="onprem")
+    body = remote_write_body(stale=True)
+    assert c.post("/api/v1/write", data=body, headers=RW_HEADERS).status_code == 204
+    assert c.post("/api/v1/write", data=body, headers=RW_HEADERS).status_code == 204  # a retry
+    rows = store.rows("SELECT host, gpu_index, model, util_gpu, mem_used_bytes, mem_total_bytes, power_w, "
+                      "environment, source, toUnixTimestamp64Milli(ts) FROM gpu_samples")
+    assert rows == [("node-7", 3, "NVIDIA H100 80GB HBM3", 87.0, 1024 * 2**20, 4096 * 2**20, 612.25,
+                     "onprem", "remote_write", TS)]
+
+
+def test_remote_write_with_real_snappy_compression(client, store):
+    raw = cramjam.snappy.decompress_raw(remote_write_body(TS + 1000))
+    body = bytes(cramjam.snappy.compress_raw(bytes(raw)))
+    assert client().post("/api/v1/write", data=body, headers=RW_HEADERS).status_code == 204
+    assert store.scalar("SELECT count() FROM gpu_samples") == 1
+
+
+def test_tokens_sizes_and_malformed_bodies_get_clear_4xx(client, store, monkeypatch):
+    c = client(token=Secret("s3cret", "test"), max_body_mb=0.001)
+    r = c.post("/api/v1/write", data=remote_write_body(), headers=RW_HEADERS)
+    assert r.status_code == 401 and "bearer token" in r.get_json()["error"]
+    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+    auth = {**RW_HEADERS, "Authorization": "Bearer wrong"}
+    assert c.post("/api/v1/write", data=remote_write_body(), headers=auth).status_code == 401
+    auth["Authorization"] = "Bearer s3cret"
+    assert c.post("/api/v1/write", data=remote_write_body(), headers=auth).status_code == 204
+    big = c.post("/api/v1/write", data=b"x" * 5000, headers=auth)
+    assert big.status_code == 413 and "receiver.max_body_mb" in big.get_json()["error"]
+    bad = c.post("/api/v1/write", data=b"\x05garbage", headers=auth)
+    assert bad.status_code == 400 and "snappy" in bad.get_json()["error"]
+    v2 = c.post("/api/v1/write", data=remote_write_body(),
+                headers={**auth, "Content-Type": "application/x-protobuf;proto=io.prometheus.write.v2.Request"})
+    assert v2.status_code == 415 and "2.0" in v2.get_json()["error"]
+    empty = c.post("/api/v1/ingest/batch", data=b"", headers={"Authorization": "Bearer s3cret"})
+    assert empty.status_code == 400
+    assert store.scalar("SELECT count() FROM gpu_samples") == 1
+
+
+def test_agent_batches_are_stored_once_by_id(client, store):
+    c = client()
+    b = batch(4)
+    body = gzip.compress(b.to_json())
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    first = c.post("/api/v1/ingest/batch", data=body, headers=headers)
+    assert first.status_code == 200 and first.get_json() == {"id": b.id, "stored": 3}
+    assert c.post("/api/v1/ingest/batch", data=body, headers=headers).status_code == 200
+    assert store.scalar("SELECT count() FROM gpu_samples") == 3
+
+
+@pytest.mark.parametrize("doc, message", [
+    (b"{not json", "not JSON"),
+    (b'{"id": "a", "table": "users", "columns": [], "rows": []}', "unknown table"),
+    (b'{"id": "a", "table": "gpu_samples", "columns": ["ts", "hostname"], "rows": []}', "hostname"),
+    (b'{"id": "a", "table": "gpu_samples", "columns": ["ts", "host", "gpu_uuid"], "rows": [[1]]}', "row 0 has 1 values"),
+    (b'{"id": "a b", "table": "gpu_samples", "columns": [], "rows": []}', "batch id"),
+    (b'{"id": "a", "table": "gpu_samples", "columns": ["ts", "host", "gpu_uuid"], "rows": [[1784000000000, "", "x"]]}',
+     "refused"),
+])
+def test_malformed_batches_are_refused_by_name(client, store, doc, message):
+    r = client().post("/api/v1/ingest/batch", data=doc)
+    assert r.status_code == 400 and message in r.get_json()["error"]
+    assert store.scalar("SELECT count() FROM gpu_samples") == 0
