@@ -6,6 +6,8 @@ batch insert is just the values in field order.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -106,5 +108,10 @@ GPU_HEALTH_EVENT_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fi
 
 
 def as_row(record) -> tuple:
-    """The record's values in column order, ready for a batch insert."""
-    return dataclasses.astuple(record)
+    """The record's values in column order, ready for a batch insert (fast: no deep copy)."""
+    return _getter(type(record))(record)
+
+
+@functools.cache
+def _getter(cls):
+    return operator.attrgetter(*(f.name for f in dataclasses.fields(cls)))

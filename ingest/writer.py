@@ -12,10 +12,13 @@ import dataclasses
 import gzip
 import hashlib
 import logging
+import pickle
 import re
 import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from collector.records import as_row
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +41,7 @@ class Writer:
         self.rows_written = 0
 
     def add(self, row) -> None:
-        self._rows.append(dataclasses.astuple(row) if dataclasses.is_dataclass(row) else row)
+        self._rows.append(as_row(row) if dataclasses.is_dataclass(row) else row)
         if len(self._rows) >= self.batch_rows:
             self.flush()
 
@@ -78,10 +81,8 @@ def insert_rows(store, table: str, columns: Sequence[str], rows: Sequence[Sequen
 
 
 def batch_token(table: str, rows: Sequence[Sequence]) -> str:
-    digest = hashlib.sha256(table.encode())
-    for row in rows:
-        digest.update(repr(tuple(row)).encode())
-    return digest.hexdigest()
+    """A digest of the batch's content: the same rows sent again are stored once."""
+    return hashlib.sha256(table.encode() + pickle.dumps([tuple(r) for r in rows], protocol=5)).hexdigest()
 
 
 def file_format(path: Path) -> str:
