@@ -6,7 +6,8 @@
 -- *no data* (it counts in neither busy nor idle time). The *_s columns are sums of
 -- value × seconds, so averages at any level are  sum(x_s) / sum(x_covered_s).
 
--- One row per GPU entity (host, gpu_uuid, mig_instance) per minute per owner seen in it.
+-- One row per GPU entity (host, gpu_uuid, mig_instance) per minute; the owner is the one that
+-- held the GPU for most of that minute.
 CREATE TABLE IF NOT EXISTS gpu_minute
 (
     minute               DateTime('UTC'),

@@ -13,20 +13,17 @@ WITH
         GROUP BY host, gpu_uuid, mig_instance
     ),
     scan_from AS (SELECT least({from:DateTime}, (SELECT coalesce(min(first_open), {from:DateTime}) FROM starts)) AS t),
-    -- one narrow row per GPU entity and minute with data
+    -- the minutes with data (gpu_minute has one row per GPU entity and minute)
     minutes AS
     (
-        SELECT host, gpu_uuid, mig_instance, minute,
-            sum(covered_s)                                           AS covered,
-            sum(util_gpu_s) / nullIf(sum(util_covered_s), 0)         AS util_gpu,
-            sum(util_mem_s) / nullIf(sum(util_mem_covered_s), 0)     AS util_mem,
-            max(held)                                                AS held_any,
-            argMax(cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account), held * 100000 + covered_s) AS owner_hash,
-            any(pool)                                                AS pool_name
+        SELECT host, gpu_uuid, mig_instance, minute, covered_s AS covered,
+            util_gpu_s / nullIf(util_covered_s, 0)                   AS util_gpu,
+            util_mem_s / nullIf(util_mem_covered_s, 0)               AS util_mem,
+            held                                                     AS held_any,
+            cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,
+            pool                                                     AS pool_name
         FROM gpu_minute
-        WHERE minute >= (SELECT t FROM scan_from) AND minute < {until:DateTime}
-        GROUP BY host, gpu_uuid, mig_instance, minute
-        HAVING covered >= 30
+        WHERE minute >= (SELECT t FROM scan_from) AND minute < {until:DateTime} AND covered_s >= 30
     ),
     -- data minutes numbered per entity, so two idle minutes with a busy one between are told apart
     ranked AS

@@ -1,4 +1,4 @@
--- gpu_minute for one UTC day {day:Date}.
+-- gpu_minute for one UTC day {day:Date}: one row per GPU entity and minute.
 -- A sample holds until the next sample of the same GPU entity when that comes within
 -- {max_gap_s} seconds; the last sample before a longer gap holds for the interval that preceded
 -- it (so "no data" starts where the samples stop), and a lone sample for {default_interval_s}.
@@ -24,7 +24,11 @@ SELECT
     argMax(driver_version, t)                                     AS driver_version,
     argMax(cuda_version, t)                                       AS cuda_version,
     argMax(image, t)                                              AS image,
-    team, user, job_id, k8s_namespace, k8s_pod, slurm_account, held,
+    -- the owner is the one that held the GPU for most of the minute (minute resolution)
+    argMax(sample_owner, overlap) AS owner,
+    tupleElement(owner, 1) AS team, tupleElement(owner, 2) AS user, tupleElement(owner, 3) AS job_id,
+    tupleElement(owner, 4) AS k8s_namespace, tupleElement(owner, 5) AS k8s_pod,
+    tupleElement(owner, 6) AS slurm_account, tupleElement(owner, 7) AS held,
     toUInt32(countIf(floor(t / 60) = m))                          AS samples,
     sum(overlap)                                                  AS covered_s,
     sumIf(overlap, util_gpu IS NOT NULL)                          AS util_covered_s,
@@ -58,8 +62,9 @@ FROM
                     toFloat64({default_interval_s:UInt32}))       AS hold,
             greatest(t, toFloat64(toUnixTimestamp(d0)))          AS a,
             least(t + hold, toFloat64(toUnixTimestamp(d1)))      AS b,
-            toUInt8(coalesce(process_count, 0) > 0
-                    OR (process_count IS NULL AND (job_id != '' OR k8s_pod != '' OR user != ''))) AS held
+            tuple(team, user, job_id, k8s_namespace, k8s_pod, slurm_account,
+                  toUInt8(coalesce(process_count, 0) > 0
+                          OR (process_count IS NULL AND (job_id != '' OR k8s_pod != '' OR user != '')))) AS sample_owner
         FROM
         (
             SELECT *,
@@ -73,4 +78,4 @@ FROM
     )
     WHERE b > a
 )
-GROUP BY m, host, gpu_uuid, mig_instance, team, user, job_id, k8s_namespace, k8s_pod, slurm_account, held
+GROUP BY m, host, gpu_uuid, mig_instance
