@@ -55,15 +55,20 @@ def derive(store, cfg, *, since: date | None = None, until: date | None = None, 
     return report
 
 
-def derive_day(store, cfg, day: date, params: dict) -> None:
-    replace_day(store, "gpu_minute", day, "minute", params)
-    replace_day(store, "gpu_hour", day, "hour", {})
+def derive_day(store, cfg, day: date, params: dict) -> dict[str, float]:
+    """Recompute one day of every per-day table; return seconds per table (logged at debug)."""
     rule_params: dict = {}
     rules = rules_expression(cfg.attribution, rule_params)
-    replace_day(store, "gpu_cost_hour", day, "cost", rule_params,
-                sql_text=query("analytics/cost").replace("__TEAM_RULES__", rules))
-    replace_day(store, "team_spend_day", day, "spend", rule_params,
-                sql_text=query("analytics/spend").replace("__TEAM_RULES__", rules))
+    steps = [("gpu_minute", "minute", params, None), ("gpu_hour", "hour", {}, None),
+             ("gpu_cost_hour", "cost", rule_params, query("analytics/cost").replace("__TEAM_RULES__", rules)),
+             ("team_spend_day", "spend", rule_params, query("analytics/spend").replace("__TEAM_RULES__", rules))]
+    timings = {}
+    for table, sql_name, parameters, text in steps:
+        started = time.perf_counter()
+        replace_day(store, table, day, sql_name, parameters, sql_text=text)
+        timings[table] = round(time.perf_counter() - started, 3)
+    log.debug("derived %s: %s", day, timings)
+    return timings
 
 
 def day_inputs(store, day: date) -> tuple[int, int]:
