@@ -98,3 +98,14 @@ class AnalyticsConfig:
     baseline_quantile: float = 0.1               # placement: a team's baseline demand = this quantile of its hourly GPUs
     saturated_pct: float = 85.0                  # placement: on-prem pool utilization above which it is saturated
     underused_pct: float = 30.0                  # ... and below which it is a consolidation candidate
+
+    def validate(self):
+        if not 1 <= self.max_gap_s <= 3600:
+            return "max_gap_s", "seconds between 1 and 3600 (a sample never holds for more than an hour)"
+        if not 1 <= self.default_interval_s <= self.max_gap_s:
+            return "default_interval_s", "seconds between 1 and max_gap_s"
+        if self.depreciation_months < 1:
+            return "depreciation_months", "a number of months >= 1"
+        if not 0 < self.baseline_quantile < 1:
+            return "baseline_quantile", "a fraction between 0 and 1"
+        return None

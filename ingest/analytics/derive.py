@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
+from datetime import time as dt_time
 
 from ingest.analytics import compliance, configtables
 from ingest.analytics.attribution import rules_expression
@@ -39,33 +40,39 @@ def derive(store, cfg, *, since: date | None = None, until: date | None = None, 
     config_fp = configtables.fingerprint(cfg)
     since = since or (now - timedelta(days=cfg.analytics.lookback_days)).date()
     until = until or now.date()
-    days = changed_days(store, since, until, config_fp, force)
+    state = derived_state(store)
+    days = changed_days(store, since, until, config_fp, force, state)
     report = DeriveReport(days=days)
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
+    first_change = None
     for number, day in enumerate(days, 1):
         inputs = day_inputs(store, day)
-        derive_day(store, cfg, day, params)
+        start = None if force else first_changed_hour(store, day, state.get(day), inputs, config_fp)
+        derive_day(store, cfg, day, params, start)
         record(store, day, inputs, config_fp)
-        progress(f"[{number}/{len(days)}] derived {day}")
+        first_change = first_change or start or datetime.combine(day, dt_time.min, timezone.utc)
+        progress(f"[{number}/{len(days)}] derived {day}" + (f" from {start:%H:%M}" if start else ""))
     if days:
-        report.idle_windows = derive_idle_windows(store, cfg, datetime.combine(days[0], datetime.min.time(), timezone.utc),
-                                                  datetime.combine(until + timedelta(days=1), datetime.min.time(), timezone.utc))
+        report.idle_windows = derive_idle_windows(store, cfg, first_change,
+                                                  datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc))
     report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def derive_day(store, cfg, day: date, params: dict) -> dict[str, float]:
-    """Recompute one day of every per-day table; return seconds per table (logged at debug)."""
+def derive_day(store, cfg, day: date, params: dict, start: datetime | None = None) -> dict[str, float]:
+    """Recompute one day of every per-day table — only from ``start`` on when given (earlier rows
+    of the day are kept as they are); return seconds per table (logged at debug)."""
     rule_params: dict = {}
     rules = rules_expression(cfg.attribution, rule_params)
-    steps = [("gpu_minute", "minute", params, None), ("gpu_hour", "hour", {}, None),
-             ("gpu_cost_hour", "cost", rule_params, query("analytics/cost").replace("__TEAM_RULES__", rules)),
-             ("team_spend_day", "spend", rule_params, query("analytics/spend").replace("__TEAM_RULES__", rules))]
+    steps = [("gpu_minute", "minute", params, None, "minute"), ("gpu_hour", "hour", {}, None, "hour"),
+             ("gpu_cost_hour", "cost", rule_params, query("analytics/cost").replace("__TEAM_RULES__", rules), "hour"),
+             ("team_spend_day", "spend", rule_params, query("analytics/spend").replace("__TEAM_RULES__", rules), None)]
     timings = {}
-    for table, sql_name, parameters, text in steps:
+    for table, sql_name, parameters, text, time_column in steps:
         started = time.perf_counter()
-        replace_day(store, table, day, sql_name, parameters, sql_text=text)
+        keep = (time_column, start) if start and time_column else None
+        replace_day(store, table, day, sql_name, parameters, sql_text=text, keep=keep)
         timings[table] = round(time.perf_counter() - started, 3)
     log.debug("derived %s: %s", day, timings)
     return timings
@@ -81,7 +88,32 @@ def day_inputs(store, day: date) -> tuple[int, int]:
     return int(rows), int(bill)
 
 
-def changed_days(store, since: date, until: date, config_fp: int, force: bool) -> list[date]:
+def derived_state(store) -> dict[date, tuple[int, int, int]]:
+    """day -> (sample rows, billing fingerprint, config fingerprint) when it was last derived."""
+    return {d: (int(r), int(b), int(c)) for d, r, b, c in store.rows(
+        "SELECT day, argMax(sample_rows, computed_at), argMax(billing_fingerprint, computed_at), "
+        "argMax(config_fingerprint, computed_at) FROM derivation_state GROUP BY day")}
+
+
+def first_changed_hour(store, day: date, previous, inputs: tuple[int, int], config_fp: int) -> datetime | None:
+    """When only new or late samples changed a day: the hour to recompute from (one hour before
+    the first hour whose sample count differs from what was derived, since the last sample
+    before it holds into it). None: recompute the whole day (new day, restated bill, new config)."""
+    if previous is None or previous[1:] != (inputs[1], config_fp):
+        return None
+    rows = store.rows(
+        "SELECT h FROM (SELECT toStartOfHour(ts) AS h, count() AS n FROM gpu_samples "
+        "WHERE ts >= {d0:DateTime} AND ts < {d0:DateTime} + INTERVAL 1 DAY GROUP BY h) AS s "
+        "FULL OUTER JOIN (SELECT hour AS h, sum(samples) AS n FROM gpu_hour "
+        "WHERE hour >= {d0:DateTime} AND hour < {d0:DateTime} + INTERVAL 1 DAY GROUP BY h) AS g USING (h) "
+        "WHERE s.n != g.n ORDER BY h LIMIT 1", {"d0": datetime.combine(day, dt_time.min)})
+    if not rows:
+        return None
+    start = datetime.combine(day, dt_time.min, timezone.utc)
+    return max(start, rows[0][0].replace(tzinfo=timezone.utc) - timedelta(hours=1))
+
+
+def changed_days(store, since: date, until: date, config_fp: int, force: bool, state: dict | None = None) -> list[date]:
     """Days in [since, until] with samples or bills whose inputs differ from what was derived."""
     samples = dict(store.rows(
         "SELECT toDate(partition), sum(rows) FROM system.parts WHERE database = currentDatabase() "
@@ -89,9 +121,7 @@ def changed_days(store, since: date, until: date, config_fp: int, force: bool) -
     bills = dict(store.rows(
         "SELECT toDate(ChargePeriodStart) AS d, sum(cityHash64(line_item_key, toString(EffectiveCost), ResourceId)) "
         "FROM billing_line_items WHERE d >= {a:Date} AND d <= {b:Date} GROUP BY d", {"a": since, "b": until}))
-    state = {d: (r, b, c) for d, r, b, c in store.rows(
-        "SELECT day, argMax(sample_rows, computed_at), argMax(billing_fingerprint, computed_at), "
-        "argMax(config_fingerprint, computed_at) FROM derivation_state GROUP BY day")}
+    state = derived_state(store) if state is None else state
     days = sorted(d for d in set(samples) | set(bills) | set(state) if since <= d <= until)
     return [d for d in days if force or state.get(d) != (int(samples.get(d, 0)), int(bills.get(d, 0)), config_fp)]
 

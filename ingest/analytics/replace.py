@@ -6,7 +6,7 @@ rows are replaced by exactly the new ones, never added to.
 from __future__ import annotations
 
 import uuid
-from datetime import date
+from datetime import date, datetime, time
 
 from ingest.sqlfiles import query
 
@@ -15,9 +15,14 @@ def partition_id(day: date) -> str:
     return day.strftime("%Y%m%d")
 
 
-def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *, sql_text: str | None = None) -> int:
+def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *, sql_text: str | None = None,
+                keep: tuple[str, datetime] | None = None) -> int:
     """Run ``sql/analytics/<sql_name>.sql`` (a SELECT of the table's columns) for ``day`` into a
-    staging copy of ``table`` and replace the day's partition with it; return the rows written."""
+    staging copy of ``table`` and replace the day's partition with it; return the rows written.
+
+    ``keep=(time_column, since)``: rows of the day before ``since`` are copied from the table as
+    they are and only the rest is computed (the query gets ``since`` as its ``from`` parameter).
+    """
     stage = f"_stage_{table}_{uuid.uuid4().hex[:10]}"
     store.command(f"CREATE TABLE `{stage}` AS `{table}`")
     try:
@@ -26,7 +31,13 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
             "AND default_kind NOT IN ('MATERIALIZED', 'ALIAS') ORDER BY position", {"t": table})]
         select = sql_text if sql_text is not None else query(f"analytics/{sql_name}")
         cols = ", ".join(f"`{c}`" for c in columns)
-        store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM ({select})", parameters=parameters | {"day": day})
+        start = datetime.combine(day, time.min)
+        if keep:
+            column, start = keep[0], keep[1].replace(tzinfo=None)
+            store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM `{table}` WHERE _partition_id = {{p:String}} "
+                          f"AND `{column}` < {{since:DateTime}}", parameters={"p": partition_id(day), "since": start})
+        store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM ({select})",
+                      parameters=parameters | {"day": day, "from": start})
         rows = int(store.scalar(f"SELECT count() FROM `{stage}`"))
         pid = partition_id(day)
         if rows:

@@ -1,9 +1,9 @@
--- gpu_cost_hour for one UTC day {day:Date}.
+-- gpu_cost_hour for one UTC day {day:Date}, hours from {from:DateTime}.
 -- __TEAM_RULES__ is replaced by the attribution rules from config (ingest/analytics/attribution.py):
 -- a multiIf over the columns below returning (team, rule name).
 WITH
-    toDateTime({day:Date}, 'UTC') AS d0,
-    d0 + INTERVAL 1 DAY AS d1,
+    toDateTime({from:DateTime}, 'UTC') AS d0,
+    toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,
     -- the day's GPU-hours, with the normalised instance key billing is matched on
     day_rows AS
     (

@@ -1,4 +1,5 @@
--- gpu_hour for one UTC day {day:Date}, from gpu_minute: sums stay sums, so averages stay exact.
+-- gpu_hour for one UTC day {day:Date} from {from:DateTime}, from gpu_minute: sums stay sums, so
+-- averages stay exact.
 SELECT
     toStartOfHour(minute)                  AS hour,
     host, gpu_uuid, mig_instance,
@@ -33,5 +34,5 @@ SELECT
     max(ecc_corrected_max)                 AS ecc_corrected_max,
     groupBitOr(throttle_reasons)           AS throttle_reasons
 FROM gpu_minute
-WHERE minute >= toDateTime({day:Date}, 'UTC') AND minute < toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY
+WHERE minute >= toDateTime({from:DateTime}, 'UTC') AND minute < toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY
 GROUP BY hour, host, gpu_uuid, mig_instance, team, user, job_id, k8s_namespace, k8s_pod, slurm_account, held

@@ -1,11 +1,12 @@
--- gpu_minute for one UTC day {day:Date}: one row per GPU entity and minute.
+-- gpu_minute for one UTC day {day:Date}, from {from:DateTime} (the day's start, or the first hour
+-- whose samples changed) to the day's end: one row per GPU entity and minute.
 -- A sample holds until the next sample of the same GPU entity when that comes within
 -- {max_gap_s} seconds; the last sample before a longer gap holds for the interval that preceded
 -- it (so "no data" starts where the samples stop), and a lone sample for {default_interval_s}.
 -- Each held interval is split exactly across the minutes it overlaps.
 WITH
-    toDateTime({day:Date}, 'UTC') AS d0,
-    d0 + INTERVAL 1 DAY AS d1
+    toDateTime({from:DateTime}, 'UTC') AS d0,
+    toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1
 SELECT
     toDateTime(toUInt32(m * 60), 'UTC')                           AS minute,
     host, gpu_uuid, mig_instance,

@@ -143,3 +143,24 @@ def test_late_samples_and_restated_bill_are_corrected_without_double_counting(st
     ingest_billing(store, [focus_file(tmp_path / "v2.csv", [bill | {"cost": "3.10"}])], progress=lambda m: None)
     assert run(store, cfg).days == [DAY]
     assert store.scalar("SELECT sum(cost) FROM team_spend_day WHERE cost_kind = 'cloud_gpu'") == pytest.approx(3.10)
+
+
+def test_new_hours_recompute_from_the_changed_hour_only(store, cfg):
+    """An hour of new samples recomputes from the hour before it; earlier rows are kept, and the
+    result equals a full recomputation."""
+    insert_samples(store, series("2026-03-02T08:00", "2026-03-02T12:00", util_gpu=40.0, process_count=1, team="nlp"), **ONPREM)
+    run(store, cfg)
+    before = store.rows("SELECT minute, covered_s FROM gpu_minute WHERE minute < '2026-03-02 11:00:00' ORDER BY minute")
+    insert_samples(store, series("2026-03-02T12:00", "2026-03-02T13:00", util_gpu=2.0, util_mem=0.0, process_count=0), **ONPREM)
+    progress = []
+    run(store, cfg, progress=progress.append)
+    assert progress == ["[1/1] derived 2026-03-02 from 11:00"]
+    assert store.rows("SELECT minute, covered_s FROM gpu_minute WHERE minute < '2026-03-02 11:00:00' ORDER BY minute") == before
+    incremental = store.rows("SELECT * EXCEPT computed_at FROM idle_windows ORDER BY start")
+    hours = store.rows("SELECT hour, team, gpu_hours, cost_usd FROM gpu_cost_hour ORDER BY hour, team")
+    spend = store.rows("SELECT * FROM team_spend_day ORDER BY ALL")
+    run(store, cfg, force=True)
+    assert store.rows("SELECT * EXCEPT computed_at FROM idle_windows ORDER BY start") == incremental
+    assert store.rows("SELECT hour, team, gpu_hours, cost_usd FROM gpu_cost_hour ORDER BY hour, team") == hours
+    assert store.rows("SELECT * FROM team_spend_day ORDER BY ALL") == spend
+    assert len(incremental) == 1 and incremental[0][5] == 3600  # 12:00-13:00 unallocated idle
