@@ -117,6 +117,11 @@ class Store:
     def command(self, sql: str, parameters: dict | None = None, settings: dict | None = None):
         return self.client.command(sql, parameters=parameters or None, settings=settings or None)
 
+    def clone(self) -> "Store":
+        """Another handle on the same store, for work in another thread."""
+        client = _chdb_client(self.target) if self.target.embedded else _http_client(self.target)
+        return Store(self.target, client)
+
     def read_only(self) -> "Store":
         """A second handle on the same store that refuses writes (for user-typed SQL)."""
         if self.target.embedded:

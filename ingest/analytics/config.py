@@ -95,6 +95,7 @@ class AnalyticsConfig:
     energy_usd_per_kwh: float = 0.12
     lookback_days: int = 35                      # how far back late data is looked for
     interval_minutes: int = 15                   # how often `gpuledger up` derives
+    workers: int = 2                             # days derived at once (each on its own store handle)
     baseline_quantile: float = 0.1               # placement: a team's baseline demand = this quantile of its hourly GPUs
     saturated_pct: float = 85.0                  # placement: on-prem pool utilization above which it is saturated
     underused_pct: float = 30.0                  # ... and below which it is a consolidation candidate
@@ -104,6 +105,8 @@ class AnalyticsConfig:
             return "max_gap_s", "seconds between 1 and 3600 (a sample never holds for more than an hour)"
         if not 1 <= self.default_interval_s <= self.max_gap_s:
             return "default_interval_s", "seconds between 1 and max_gap_s"
+        if not 1 <= self.workers <= 16:
+            return "workers", "a number of parallel workers from 1 to 16"
         if self.depreciation_months < 1:
             return "depreciation_months", "a number of months >= 1"
         if not 0 < self.baseline_quantile < 1:

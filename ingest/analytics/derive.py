@@ -12,6 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from datetime import time as dt_time
@@ -43,31 +44,67 @@ def derive(store, cfg, *, since: date | None = None, until: date | None = None, 
     state = derived_state(store)
     days = changed_days(store, since, until, config_fp, force, state)
     report = DeriveReport(days=days)
-    params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
-    first_change = None
-    for number, day in enumerate(days, 1):
-        inputs = day_inputs(store, day)
-        start = None if force else first_changed_hour(store, day, state.get(day), inputs, config_fp)
-        derive_day(store, cfg, day, params, start)
-        record(store, day, inputs, config_fp)
-        first_change = first_change or start or datetime.combine(day, dt_time.min, timezone.utc)
-        progress(f"[{number}/{len(days)}] derived {day}" + (f" from {start:%H:%M}" if start else ""))
     if days:
-        report.idle_windows = derive_idle_windows(store, cfg, first_change,
+        starts = derive_days(store, cfg, days, state, config_fp, force, progress)
+        first = starts[days[0]] or datetime.combine(days[0], dt_time.min, timezone.utc)
+        report.idle_windows = derive_idle_windows(store, cfg, first,
                                                   datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc))
     report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def derive_day(store, cfg, day: date, params: dict, start: datetime | None = None) -> dict[str, float]:
-    """Recompute one day of every per-day table — only from ``start`` on when given (earlier rows
-    of the day are kept as they are); return seconds per table (logged at debug)."""
+def derive_days(store, cfg, days: list[date], state: dict, config_fp: int, force: bool,
+                progress: Callable[[str], None]) -> dict[date, datetime | None]:
+    """Recompute the per-day tables of ``days``, ``cfg.analytics.workers`` days at a time; return
+    for each day the hour it was recomputed from (None: the whole day)."""
+    params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
+    inputs = {day: day_inputs(store, day) for day in days}
+    starts = {day: None if force else first_changed_hour(store, day, state.get(day), inputs[day], config_fp)
+              for day in days}
     rule_params: dict = {}
     rules = rules_expression(cfg.attribution, rule_params)
-    steps = [("gpu_minute", "minute", params, None, "minute"), ("gpu_hour", "hour", {}, None, "hour"),
-             ("gpu_cost_hour", "cost", rule_params, query("analytics/cost").replace("__TEAM_RULES__", rules), "hour"),
-             ("team_spend_day", "spend", rule_params, query("analytics/spend").replace("__TEAM_RULES__", rules), None)]
+    handles = [store] + [store.clone() for _ in range(min(cfg.analytics.workers, len(days)) - 1)]
+    done = iter(range(1, len(days) + 1))
+
+    def cost_and_record(handle, day):
+        cost_day(handle, day, rules, rule_params, starts[day])
+        record(handle, day, inputs[day], config_fp)
+        progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
+
+    try:
+        # the rollups of every day first: a bill spanning days needs all their GPU-hours
+        in_parallel(handles, days, lambda handle, day: rollup_day(handle, day, params, starts[day]))
+        in_parallel(handles, days, cost_and_record)
+    finally:
+        for handle in handles[1:]:
+            handle.close()
+    return starts
+
+
+def in_parallel(handles, days: list[date], work) -> None:
+    """Run ``work(handle, day)`` for every day, one day at a time per store handle."""
+    if len(handles) == 1:
+        for day in days:
+            work(handles[0], day)
+        return
+    with ThreadPoolExecutor(len(handles)) as pool:
+        list(pool.map(lambda i: [work(handles[i], day) for day in days[i::len(handles)]], range(len(handles))))
+
+
+def rollup_day(store, day: date, params: dict, start: datetime | None = None) -> None:
+    """gpu_minute and gpu_hour of one day — only from ``start`` on when given (earlier rows kept)."""
+    _steps(store, day, start, [("gpu_minute", "minute", params, None, "minute"), ("gpu_hour", "hour", {}, None, "hour")])
+
+
+def cost_day(store, day: date, rules: str, rule_params: dict, start: datetime | None = None) -> None:
+    """gpu_cost_hour and team_spend_day of one day, after its rollups."""
+    _steps(store, day, start, [
+        ("gpu_cost_hour", "cost", rule_params, query("analytics/cost").replace("__TEAM_RULES__", rules), "hour"),
+        ("team_spend_day", "spend", rule_params, query("analytics/spend").replace("__TEAM_RULES__", rules), None)])
+
+
+def _steps(store, day: date, start: datetime | None, steps) -> None:
     timings = {}
     for table, sql_name, parameters, text, time_column in steps:
         started = time.perf_counter()
@@ -75,7 +112,6 @@ def derive_day(store, cfg, day: date, params: dict, start: datetime | None = Non
         replace_day(store, table, day, sql_name, parameters, sql_text=text, keep=keep)
         timings[table] = round(time.perf_counter() - started, 3)
     log.debug("derived %s: %s", day, timings)
-    return timings
 
 
 def day_inputs(store, day: date) -> tuple[int, int]:
