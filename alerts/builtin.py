@@ -26,15 +26,21 @@ class BuiltinRule:
     for_duration: str = "0s"
     repeat_interval: str = "24h"
     group_by: tuple[str, ...] = ("alertname", "team")
+    policy: str = ""                           # compliance rules: the policy whose findings they raise
 
     @property
     def path(self) -> Path:
-        return ALERTS_SQL_DIR / f"{self.name}.sql"
+        return ALERTS_SQL_DIR / ("compliance.sql" if self.policy else f"{self.name}.sql")
+
+    def sql(self) -> str:
+        """The rule's query; the compliance rules share one, for their own policy (a constant of
+        this module, never user input)."""
+        return self.path.read_text().replace("__POLICY__", self.policy)
 
 
 def _compliance(policy: str, severity: str, summary: str) -> BuiltinRule:
     return BuiltinRule(f"compliance_{policy}", severity, "compliance", "compliance",
-                       {"lookback_days": 30.0}, summary)
+                       {"lookback_days": 30.0}, summary, policy=policy)
 
 
 BUILTIN_RULES: dict[str, BuiltinRule] = {r.name: r for r in (

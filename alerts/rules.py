@@ -52,7 +52,7 @@ def builtin_rules(cfg: AlertsConfig) -> list[Rule]:
             group_by = tuple(over.group_by) if over.group_by is not None else group_by
             channels = tuple(over.channels)
         out.append(Rule(
-            name=name, sql=spec.path.read_text(), severity=severity, for_s=parse_duration(for_d),
+            name=name, sql=spec.sql(), severity=severity, for_s=parse_duration(for_d),
             repeat_interval_s=parse_duration(repeat), group_by=group_by, labels=labels,
             annotations={"summary": spec.summary} if spec.summary else {}, channels=channels,
             params=params, page=spec.page, builtin=True,

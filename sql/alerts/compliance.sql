@@ -1,4 +1,5 @@
--- Open compliance findings of the 'untagged_spend' policy last seen in the last {lookback_days} days:
+-- Open compliance findings of one policy (__POLICY__: residency, untagged_spend, runtime_drift or
+-- gpu_health; one built-in rule per policy) last seen in the last {lookback_days} days:
 -- one alert per finding. The finding's own severity (critical, warning, info) is the alert's.
 SELECT
     policy,
@@ -17,5 +18,5 @@ SELECT
     formatDateTime(first_seen, '%Y-%m-%dT%H:%i:%SZ', 'UTC')     AS annotation_first_seen,
     formatDateTime(last_seen, '%Y-%m-%dT%H:%i:%SZ', 'UTC')      AS annotation_last_seen
 FROM v_compliance_open
-WHERE policy = 'untagged_spend'
+WHERE policy = '__POLICY__'
   AND last_seen >= {now:DateTime64(3, 'UTC')} - toIntervalSecond(toUInt64({lookback_days:Float64} * 86400))
