@@ -163,6 +163,9 @@ def parser() -> argparse.ArgumentParser:
     from alerts.commands import add_commands as add_alerts_commands
 
     add_alerts_commands(sub, open_store)
+    from gpuledger.cli_ops import add_commands as add_ops_commands
+
+    add_ops_commands(sub, open_store)
 
     p = sub.add_parser("sim", help="write a simulated fleet's samples and billing files")
     _sim_args(p)

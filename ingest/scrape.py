@@ -118,7 +118,7 @@ def add_quiet_job(platform, name: str, func, seconds: float) -> None:
             state["failing"] = False
             log.info("%s recovered", name)
 
-    platform.scheduler.add_job(run, "interval", seconds=seconds, id=name,
+    platform.scheduler.add_job(run, "interval", seconds=seconds, id=name, misfire_grace_time=None,
                                next_run_time=datetime.now(timezone.utc))
 
 

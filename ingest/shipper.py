@@ -139,6 +139,9 @@ class Shipper:
                 self.failures += 1
                 self._down(e)
                 wait, backoff = backoff, min(backoff * 2, self.max_backoff_s)
+            except OSError as e:  # the spool's own disk (full, unreadable): keep going, retry later
+                log.error("spool problem while sending: %s; retrying in %.0f s", e, backoff)
+                wait, backoff = backoff, min(backoff * 2, self.max_backoff_s)
             self._wake.wait(wait)
             self._wake.clear()
 

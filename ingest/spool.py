@@ -9,7 +9,9 @@ endpoint, confirmed the insert. So:
 * a restart (crash, kill -9, reboot) replays every batch that was not acknowledged;
 * nothing is stored twice: a batch's id is its ``insert_deduplication_token``, so a batch
   inserted just before a crash and replayed after it is dropped by ClickHouse as a duplicate;
-* when the unsent batches would exceed ``max_bytes``, the *oldest* are dropped to make room.
+* when the unsent batches would exceed ``max_bytes`` — or the disk itself is full — the *oldest*
+  are dropped to make room (on a full disk, whole finished segments are freed this way; if none
+  can be, the new batch is dropped).
   Each drop is logged (WARNING, with the rows lost), counted, and exported as
   ``gpuledger_spool_dropped_batches_total`` / ``gpuledger_spool_dropped_rows_total``. The
   agent never stops or crashes because the spool is full.
@@ -28,6 +30,7 @@ never acknowledged to anyone, so nothing that was promised is lost). Disk use st
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -70,6 +73,18 @@ class SpoolStats:
     discarded_records: int = 0            # torn / corrupt records found on replay
 
 
+def _free_bytes(directory: Path) -> int:
+    """Free space where the spool lives (so segments stay small enough to be freed on a full disk)."""
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        st = os.statvfs(probe)
+        return st.f_bavail * st.f_frsize
+    except OSError:
+        return 1 << 62
+
+
 class Spool:
     """Append, peek, ack; see the module docstring. Safe to use from two threads."""
 
@@ -77,7 +92,7 @@ class Spool:
                  segment_bytes: int | None = None, fsync: bool = True):
         self.dir = Path(os.path.expanduser(str(directory)))
         self.max_bytes = int(max_bytes)
-        self.segment_bytes = segment_bytes or max(64 << 10, min(8 << 20, self.max_bytes // 16))
+        self.segment_bytes = segment_bytes or max(64 << 10, min(8 << 20, self.max_bytes // 16, _free_bytes(self.dir) // 8))
         self._fsync = fsync
         self._lock = threading.RLock()
         self._pending: OrderedDict[str, _Entry] = OrderedDict()
@@ -138,10 +153,9 @@ class Spool:
             head = _HEAD.pack(MAGIC, len(payload), zlib.crc32(payload, zlib.crc32(bid)),
                               len(batch.rows), len(bid))
             offset = self._size
-            self._file.write(head + bid + payload)
-            self._file.flush()
-            if self._fsync:
-                os.fsync(self._file.fileno())
+            if not self._write_record(head + bid + payload, offset):
+                self._count_drop(batch.id, len(batch.rows), "the disk is full")
+                return
             self._size += size
             self._pending[batch.id] = _Entry(self._seg, offset, size, len(batch.rows))
             self._live[self._seg] = self._live.get(self._seg, 0) + 1
@@ -181,10 +195,39 @@ class Spool:
                                   "Rows in dropped batches (lost samples).", value=st.dropped_rows)
 
     # ---- internals ---------------------------------------------------------------------
-    def _drop_oldest(self) -> None:
+    def _write_record(self, record: bytes, offset: int) -> bool:
+        """Append ``record`` durably at ``offset``. On a full disk, cut the partial write off and
+        drop the oldest batches until a finished segment is deleted and the write fits; False
+        when nothing more can be freed (the caller drops this batch: counted, logged)."""
+        fd = self._file.fileno()
+        while True:
+            try:
+                view = memoryview(record)
+                while view:
+                    view = view[os.write(fd, view):]
+                if self._fsync:
+                    os.fsync(fd)
+                return True
+            except OSError as e:
+                if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+                    raise
+                os.ftruncate(fd, offset)          # no partial record stays behind
+                if not self._free_a_segment():
+                    return False
+
+    def _free_a_segment(self) -> bool:
+        """Drop the oldest batches until one older segment is deleted; False if none can be."""
+        while any(entry.segment != self._seg for entry in self._pending.values()):
+            before = len(self._live)
+            self._drop_oldest(why="the disk is full")
+            if len(self._live) < before:
+                return True
+        return False
+
+    def _drop_oldest(self, why: str = "the spool is full") -> None:
         batch_id, entry = next(iter(self._pending.items()))
         self._resolve(batch_id, "D")
-        self._count_drop(batch_id, entry.rows, "the spool is full")
+        self._count_drop(batch_id, entry.rows, why)
 
     def _count_drop(self, batch_id: str, rows: int, why: str) -> None:
         self.stats.dropped_batches += 1
@@ -197,10 +240,16 @@ class Spool:
     def _resolve(self, batch_id: str, mark: str) -> None:
         entry = self._pending.pop(batch_id)
         self.pending_bytes -= entry.length
-        # not fsynced: an ack lost in a crash only means a replay, which the batch's
-        # deduplication token makes harmless (and a lost drop mark only re-sends a batch)
-        with open(self._path(entry.segment, "ack"), "a", encoding="utf-8") as f:
-            f.write(f"{mark} {batch_id}\n")
+        # not fsynced, and a failed write (full disk) is only logged: an ack lost in a crash
+        # means a replay, which the batch's deduplication token makes harmless (and a lost drop
+        # mark only re-sends a batch)
+        try:
+            with open(self._path(entry.segment, "ack"), "a", encoding="utf-8") as f:
+                f.write(f"{mark} {batch_id}\n")
+        except OSError as e:
+            log.warning("spool %s: cannot note batch %s as %s (%s); after a restart it is sent "
+                        "again, which stores nothing twice", self.dir, batch_id,
+                        "sent" if mark == "A" else "dropped", e.strerror or e)
         self._live[entry.segment] -= 1
         if self._live[entry.segment] == 0 and entry.segment != self._seg:
             self._delete(entry.segment)
@@ -220,7 +269,7 @@ class Spool:
 
     def _open_segment(self, segment: int) -> None:
         self._seg, self._size = segment, 0
-        self._file = open(self._path(segment, "log"), "ab")
+        self._file = open(self._path(segment, "log"), "ab", buffering=0)
         self._live.setdefault(segment, 0)
         self._sync_dir()
 

@@ -45,21 +45,23 @@ def derive(store, cfg, *, since: date | None = None, until: date | None = None, 
     days = changed_days(store, since, until, config_fp, force, state)
     report = DeriveReport(days=days)
     if days:
-        starts = derive_days(store, cfg, days, state, config_fp, force, progress)
+        inputs = {day: day_inputs(store, day) for day in days}
+        starts = derive_days(store, cfg, days, inputs, state, config_fp, force, progress)
         first = starts[days[0]] or datetime.combine(days[0], dt_time.min, timezone.utc)
         report.idle_windows = derive_idle_windows(store, cfg, first,
                                                   datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc))
+        # recorded last: a run killed before this point leaves its days to be derived again
+        record(store, inputs, config_fp)
     report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
     report.seconds = time.perf_counter() - started
     return report
 
 
-def derive_days(store, cfg, days: list[date], state: dict, config_fp: int, force: bool,
-                progress: Callable[[str], None]) -> dict[date, datetime | None]:
+def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]], state: dict, config_fp: int,
+                force: bool, progress: Callable[[str], None]) -> dict[date, datetime | None]:
     """Recompute the per-day tables of ``days``, ``cfg.analytics.workers`` days at a time; return
     for each day the hour it was recomputed from (None: the whole day)."""
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
-    inputs = {day: day_inputs(store, day) for day in days}
     starts = {day: None if force else first_changed_hour(store, day, state.get(day), inputs[day], config_fp)
               for day in days}
     rule_params: dict = {}
@@ -67,15 +69,14 @@ def derive_days(store, cfg, days: list[date], state: dict, config_fp: int, force
     handles = [store] + [store.clone() for _ in range(min(cfg.analytics.workers, len(days)) - 1)]
     done = iter(range(1, len(days) + 1))
 
-    def cost_and_record(handle, day):
+    def costs(handle, day):
         cost_day(handle, day, rules, rule_params, starts[day])
-        record(handle, day, inputs[day], config_fp)
         progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
 
     try:
         # the rollups of every day first: a bill spanning days needs all their GPU-hours
         in_parallel(handles, days, lambda handle, day: rollup_day(handle, day, params, starts[day]))
-        in_parallel(handles, days, cost_and_record)
+        in_parallel(handles, days, costs)
     finally:
         for handle in handles[1:]:
             handle.close()
@@ -162,8 +163,9 @@ def changed_days(store, since: date, until: date, config_fp: int, force: bool, s
     return [d for d in days if force or state.get(d) != (int(samples.get(d, 0)), int(bills.get(d, 0)), config_fp)]
 
 
-def record(store, day: date, inputs: tuple[int, int], config_fp: int) -> None:
-    store.client.insert("derivation_state", [[day, inputs[0], inputs[1], config_fp]],
+def record(store, inputs: dict[date, tuple[int, int]], config_fp: int) -> None:
+    """Remember what each day was derived from, so an unchanged day is not derived again."""
+    store.client.insert("derivation_state", [[day, rows, bill, config_fp] for day, (rows, bill) in inputs.items()],
                         column_names=["day", "sample_rows", "billing_fingerprint", "config_fingerprint"])
 
 

@@ -1,0 +1,35 @@
+# The gpuledger image: `gpuledger up` (platform) and `gpuledger collect` (agent) both run from it.
+#   docker build -t gpuledger:local .
+# The checkout is installed editable (`pip install -e .`) because the SQL in sql/ is read from it.
+# Configuration comes from a mounted file ($GPULEDGER_CONFIG) and secrets from env files: see
+# docker-compose.yml and docs/deploy.md. Nothing secret is baked into the image.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin gpuledger \
+ && mkdir -p /var/lib/gpuledger/spool /etc/gpuledger \
+ && chown -R gpuledger:gpuledger /var/lib/gpuledger
+
+WORKDIR /opt/gpuledger
+COPY pyproject.toml README.md ./
+COPY gpuledger ./gpuledger
+COPY collector ./collector
+COPY ingest ./ingest
+COPY alerts ./alerts
+COPY dashboard ./dashboard
+COPY bench ./bench
+COPY sql ./sql
+RUN pip install -e . && gpuledger --help > /dev/null
+
+USER gpuledger
+ENV HOME=/home/gpuledger
+EXPOSE 8050 9400
+# /healthz answers 503 when the store is unreachable; urlopen raises on it, so the check fails.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8050/healthz', timeout=4)"]
+ENTRYPOINT ["gpuledger"]
+CMD ["up", "--host", "0.0.0.0"]

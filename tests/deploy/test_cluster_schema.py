@@ -1,0 +1,164 @@
+"""The cluster variant of the schema (``ingest/cluster.py``, ``gpuledger schema --cluster``):
+generated from the same ``sql/`` migrations, every statement parses in ClickHouse, and no table
+or view of the single-node schema is left out.
+
+chDB cannot run ON CLUSTER or Replicated engines (no Keeper), so each statement is parsed by
+ClickHouse itself (``formatQuery``), and the generated tables are also *executed* with the
+cluster parts taken off again (plain engines, a Merge table standing in for Distributed) to
+check they have exactly the single-node columns and that every view still compiles over them.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ingest.cluster import ClusterSchema, ClusterSchemaError, cluster_schema, render
+
+CLUSTER, DB = "gpu_fleet", "gl"
+
+
+def statements(schema_sections):
+    return [s for _, stmts in schema_sections for s in stmts]
+
+
+def formatted(store, sql: str) -> str:
+    try:
+        return store.scalar("SELECT formatQuery({q:String})", {"q": sql})
+    except Exception as exc:
+        raise AssertionError(f"ClickHouse cannot parse generated DDL:\n{sql}\n--> {str(exc).splitlines()[0]}") from None
+
+
+@pytest.fixture(scope="module")
+def generated():
+    return cluster_schema(CLUSTER, DB)
+
+
+def single_node_objects(store) -> dict[str, str]:
+    rows = store.rows("SELECT name, engine FROM system.tables WHERE database = currentDatabase() AND name NOT LIKE '\\_%'")
+    return dict(rows)
+
+
+def test_every_generated_statement_parses(store, generated):
+    schema, sections = generated
+    texts = [formatted(store, s) for s in statements(sections)]
+    assert len(texts) > 60
+    for text in texts:
+        if text.startswith("CREATE") or text.startswith("ALTER") or text.startswith("GRANT"):
+            assert f"ON CLUSTER {CLUSTER}" in text, text[:200]
+
+
+def test_no_table_or_view_is_left_out(store, generated):
+    schema, sections = generated
+    single = single_node_objects(store)
+    created: dict[str, str] = {}
+    for text in (formatted(store, s) for s in statements(sections)):
+        m = re.match(rf"CREATE (?:OR REPLACE )?(TABLE|VIEW|MATERIALIZED VIEW) (?:IF NOT EXISTS )?{DB}\.(\w+) ON CLUSTER {CLUSTER}", text)
+        if m:
+            created[m.group(2)] = text
+    views = {n for n, e in single.items() if e == "View"}
+    tables = {n for n, e in single.items() if e.endswith("MergeTree")}
+    assert views | tables == set(single), f"unexpected engines: {single}"
+    missing = sorted(n for n in tables if n not in created or f"{n}_local" not in created)
+    missing += sorted(v for v in views if v not in created)
+    assert missing == [], f"left out of the cluster schema: {missing}"
+    assert set(created) == tables | views | {f"{t}_local" for t in tables}, sorted(set(created) ^ (tables | views))
+    host_tables = {t for (t,) in store.rows("SELECT table FROM system.columns WHERE database = currentDatabase() "
+                                            "AND name = 'host'")}
+    for table in tables:
+        engine = single[table]
+        local, dist = created[f"{table}_local"], created[table]
+        assert re.search(rf"ENGINE = Replicated{engine}\('/clickhouse/tables/{{shard}}/{{database}}/{{table}}', '{{replica}}'", local), local
+        key = re.search(rf"ENGINE = Distributed\({CLUSTER}, {DB}, {table}_local, (.+)\)$", dist, re.S)
+        assert key, dist
+        if table in host_tables:
+            assert key.group(1) == "cityHash64(host)", (table, key.group(1))
+        else:
+            assert "host" not in key.group(1) and key.group(1).startswith("cityHash64("), (table, key.group(1))
+        assert "non_replicated_deduplication_window" not in local
+    assert {"gpu_samples", "gpu_processes", "gpu_health_events", "gpu_minute", "idle_windows"} <= host_tables
+    assert "replicated_deduplication_window = 10000" in created["gpu_samples_local"]
+    assert sorted(schema.tables) == sorted(tables) and sorted(schema.views) == sorted(views)
+
+
+def declustered(sql: str) -> str:
+    """The generated statement with the cluster parts removed, so chDB can execute it."""
+    sql = sql.replace(f" ON CLUSTER {CLUSTER}", "")
+    sql = re.sub(r"ENGINE = Replicated(\w+)\('[^']*', '\{replica\}'(?:, )?", r"ENGINE = \1(", sql)
+    sql = re.sub(rf"ENGINE = Distributed\({CLUSTER}, (\w+), (\w+), .*\)$", r"ENGINE = Merge(\1, '^\2$')", sql, flags=re.S)
+    return sql
+
+
+def test_local_tables_have_the_single_node_columns_and_views_compile(store, generated):
+    _, sections = generated
+    single_db = store.target.database
+    store.command(f"DROP DATABASE IF EXISTS {DB}")
+    try:
+        for sql in statements(sections):
+            if sql.startswith(("CREATE SETTINGS PROFILE", "CREATE ROLE", "GRANT")):
+                continue                                           # access entities: parsed above
+            store.command(declustered(sql))
+        columns = "SELECT table, name, type, default_kind, default_expression, compression_codec FROM system.columns " \
+                  "WHERE database = {d:String} ORDER BY table, position"
+        single = {}
+        for table, *rest in store.rows(columns, {"d": single_db}):
+            single.setdefault(table, []).append(tuple(rest))
+        cluster = {}
+        for table, *rest in store.rows(columns, {"d": DB}):
+            cluster.setdefault(table, []).append(tuple(rest))
+        engines = dict(store.rows("SELECT name, engine FROM system.tables WHERE database = {d:String}", {"d": single_db}))
+        for table, cols in single.items():
+            if table.startswith("_"):
+                continue
+            if engines[table].endswith("MergeTree"):
+                assert cluster[f"{table}_local"] == cols, table
+                keys = "SELECT sorting_key, partition_key, primary_key FROM system.tables WHERE database = {d:String} AND name = {t:String}"
+                assert store.rows(keys, {"d": DB, "t": f"{table}_local"}) == store.rows(keys, {"d": single_db, "t": table})
+            assert [c[:2] for c in cluster[table]] == [c[:2] for c in cols], table   # reads see the same columns
+        for (view,) in store.rows("SELECT name FROM system.tables WHERE database = {d:String} AND engine = 'View'", {"d": DB}):
+            store.rows(f"SELECT * FROM {DB}.{view} LIMIT 0")
+    finally:
+        store.command(f"DROP DATABASE IF EXISTS {DB}")
+
+
+def test_alters_drops_and_materialized_views_follow_the_rules(store):
+    schema = ClusterSchema(CLUSTER, DB)
+    schema.rewrite("CREATE TABLE IF NOT EXISTS gpu_samples (ts DateTime, host String, v Float64) "
+                   "ENGINE = MergeTree PARTITION BY toDate(ts) ORDER BY (host, ts)")
+    schema.rewrite("CREATE TABLE IF NOT EXISTS per_host_day (day Date, host String, n UInt64) "
+                   "ENGINE = SummingMergeTree ORDER BY (host, day)")
+    add = schema.rewrite("ALTER TABLE gpu_samples ADD COLUMN IF NOT EXISTS w Float32 AFTER v, ADD COLUMN x UInt8")
+    assert [a.split(" ON CLUSTER")[0] for a in add] == [f"ALTER TABLE {DB}.gpu_samples_local", f"ALTER TABLE {DB}.gpu_samples"]
+    ttl = schema.rewrite("ALTER TABLE gpu_samples MODIFY TTL ts + INTERVAL 30 DAY")
+    assert ttl == [f"ALTER TABLE {DB}.gpu_samples_local ON CLUSTER {CLUSTER} MODIFY TTL ts + INTERVAL 30 DAY"]
+    with pytest.raises(ClusterSchemaError, match="split it"):
+        schema.rewrite("ALTER TABLE gpu_samples ADD COLUMN y UInt8, MODIFY TTL ts + INTERVAL 1 DAY")
+    mv = schema.rewrite("CREATE MATERIALIZED VIEW IF NOT EXISTS per_host_day_mv TO per_host_day AS "
+                        "SELECT toDate(ts) AS day, host, count() AS n FROM gpu_samples GROUP BY day, host")
+    assert len(mv) == 1 and f"TO {DB}.per_host_day_local" in mv[0] and f"FROM {DB}.gpu_samples_local" in mv[0]
+    inner = schema.rewrite("CREATE MATERIALIZED VIEW hourly ENGINE = AggregatingMergeTree ORDER BY (host, h) "
+                           "AS SELECT host, toStartOfHour(ts) AS h, avgState(v) AS v FROM gpu_samples GROUP BY host, h")
+    assert "ReplicatedAggregatingMergeTree(" in inner[0] and f"FROM {DB}.gpu_samples_local" in inner[0]
+    assert "Distributed(" in inner[1] and "cityHash64(host, h)" in inner[1]
+    drop = schema.rewrite("DROP TABLE IF EXISTS per_host_day")
+    assert [d.split(" ON CLUSTER")[0] for d in drop] == [f"DROP TABLE IF EXISTS {DB}.per_host_day",
+                                                         f"DROP TABLE IF EXISTS {DB}.per_host_day_local"]
+    trunc = schema.rewrite("TRUNCATE TABLE gpu_samples")
+    assert trunc == [f"TRUNCATE TABLE {DB}.gpu_samples_local ON CLUSTER {CLUSTER}"]
+    for sql in add + ttl + mv + inner + drop + trunc:
+        formatted(store, sql)
+    with pytest.raises(ClusterSchemaError, match="cluster-wide"):
+        schema.rewrite("INSERT INTO gpu_samples VALUES (now(), 'h', 1)")
+    with pytest.raises(ClusterSchemaError, match="cluster name"):
+        ClusterSchema("bad-name")
+
+
+def test_render_is_what_clickhouse_client_runs(store, generated):
+    from ingest.sqlfiles import split_statements
+
+    _, sections = generated
+    text = render(sections, "header line")
+    again = split_statements(text)
+    assert len(again) == len(statements(sections))
+    for sql in again:
+        formatted(store, sql)
