@@ -87,7 +87,7 @@ def cmd_up(args, cfg) -> int:
     from gpuledger.platform import build_platform
 
     store = open_store(cfg, args.store)
-    platform = build_platform(cfg, store)
+    platform = build_platform(cfg, store, auth=not args.no_auth)
     platform.serve(args.host or cfg.server.host, args.port or cfg.server.port)
     return 0
 
@@ -158,6 +158,7 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("up", help="run the platform: ingest endpoints, scheduler, alerts, dashboard")
     p.add_argument("--host", help="listen address (default: server.host)")
     p.add_argument("--port", type=int, help="listen port (default: server.port, 8050)")
+    p.add_argument("--no-auth", action="store_true", help="serve the dashboard without authentication (local demo only)")
     p.set_defaults(func=cmd_up)
 
     from alerts.commands import add_commands as add_alerts_commands
@@ -177,6 +178,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-serve", action="store_true", help="stop after loading instead of serving")
     p.add_argument("--port", type=int, help="dashboard port (default 8050)")
     p.add_argument("--keep", action="store_true", help="keep the demo store's earlier data instead of starting fresh")
+    p.add_argument("--no-auth", action="store_true", help="serve the dashboard without authentication (local demo only)")
     p.set_defaults(func=cmd_demo)
     return top
 

@@ -18,6 +18,7 @@ from typing import Mapping
 
 from gpuledger.configschema import Secret, build
 from alerts.config import AlertsConfig
+from dashboard.config import DashboardConfig
 from ingest.analytics.config import AnalyticsConfig, AttributionRule, ListPrice, PoliciesConfig, PoolConfig, default_rules
 from gpuledger.errors import ConfigError
 from ingest.billing_config import BillingConfig
@@ -75,6 +76,7 @@ class Config:
     receiver: ReceiverConfig = field(default_factory=ReceiverConfig)
     billing: BillingConfig = field(default_factory=BillingConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
+    dashboard: DashboardConfig = field(default_factory=DashboardConfig)
     source: str = "defaults"                # where this config was read from (not a key)
 
     def store_dsn(self) -> str:

@@ -139,7 +139,7 @@ def run_demo(args, cfg, progress=print) -> int:
         return 0
     from gpuledger.platform import build_platform
 
-    platform = build_platform(demo_cfg, store)
+    platform = build_platform(demo_cfg, store, auth=not args.no_auth)
     platform.serve(demo_cfg.server.host, args.port or demo_cfg.server.port)
     return 0
 

@@ -97,7 +97,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def build_platform(config, store) -> Platform:
+def build_platform(config, store, *, auth: bool = True) -> Platform:
     """The platform with every part that runs inside ``gpuledger up``."""
     from ingest.analytics.derive import derive
 
@@ -113,4 +113,7 @@ def build_platform(config, store) -> Platform:
     from ingest.telemetry import register_telemetry
 
     register_telemetry(platform, store, config)
+    from dashboard.app import mount
+
+    mount(platform, config, store, auth=auth)
     return platform

@@ -1,0 +1,151 @@
+"""Building blocks every page uses: the filter bar, cards with a CSV button, tiles, tables, and
+empty states that say why a chart is empty (nothing derived yet vs nothing matches the filters)."""
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+import numpy as np
+import pandas as pd
+from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
+
+from dashboard import ids, queries, state
+from dashboard.filters import PRESET_LABELS, Filters
+
+GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
+
+
+def page(name: str, title: str, f: Filters, body: list, lead: str = "") -> html.Div:
+    """A page: its title, the filter bar, notes about ignored filter values, its body."""
+    envs, teams = queries.filter_options(state.get().store)
+    return html.Div(className="page", id=f"page-{name}", children=[
+        dcc.Store(id=ids.filters(name), data=f.to_data()),
+        dcc.Download(id=ids.download(name)),
+        html.Div(className="page-head", children=[html.H1(title), html.P(lead, className="lead") if lead else None]),
+        filter_bar(name, f, envs, teams),
+        html.Div(id=ids.notes(name), className="notes", children=[html.P(n, className="note") for n in f.notes]),
+        html.Div(className="page-body", children=body),
+    ])
+
+
+def filter_bar(page_name: str, f: Filters, envs: list[str], teams: list[str]) -> html.Div:
+    ranges = [{"label": label, "value": key} for key, label in PRESET_LABELS.items()]
+    if not f.preset:
+        ranges.append({"label": f"{f.start} to {f.end - timedelta(days=1)}", "value": "custom"})
+    env_options = sorted(set(envs) | set(f.envs))
+    team_options = sorted(set(teams) | set(f.teams))
+    return html.Div(className="filter-bar", children=[
+        _labelled("Time range", dcc.Dropdown(id=ids.filter_control("range", page_name), options=ranges,
+                                             value=f.preset or "custom", clearable=False, searchable=False)),
+        _labelled("Environment", dcc.Dropdown(id=ids.filter_control("env", page_name), multi=True,
+                                              options=[{"label": e, "value": e} for e in env_options],
+                                              value=list(f.envs), placeholder="All environments")),
+        _labelled("Team", dcc.Dropdown(id=ids.filter_control("team", page_name), multi=True,
+                                       options=[{"label": t, "value": t} for t in team_options],
+                                       value=list(f.teams), placeholder="All teams")),
+    ])
+
+
+def _labelled(label: str, control) -> html.Div:
+    return html.Div(className="filter", children=[html.Label(label), control])
+
+
+def card(page_name: str, name: str, title: str, csv: bool = True, note: str = "", wide: bool = True) -> html.Section:
+    """A titled card whose body (id ``ids.part(page, name)``) a callback fills."""
+    head = [html.H2(title)]
+    if csv:
+        head.append(html.Button("CSV", id=ids.csv_button(page_name, name), className="csv", n_clicks=0,
+                                title=f"Download the table behind '{title}' as CSV"))
+    return html.Section(className="card wide" if wide else "card", children=[
+        html.Div(className="card-head", children=head),
+        html.P(note, className="card-note") if note else None,
+        dcc.Loading(html.Div(id=ids.part(page_name, name), className="card-body"), type="dot", delay_show=300),
+    ])
+
+
+def empty(source: str, f: Filters, what: str = "") -> html.Div:
+    """Why there is nothing to show: the source is empty, or the filters match nothing."""
+    if not queries.has_data(state.get().store, source):
+        text = (f"No data yet: there are no {queries.SOURCES[source]} in the store. They appear once samples "
+                "and bills are loaded and derived (the scheduler of `gpuledger up`, or `gpuledger rollup`).")
+        kind = "empty no-data"
+    else:
+        text = f"No {what or queries.SOURCES[source]} match {f.describe()}. Widen the time range or clear a filter."
+        kind = "empty no-match"
+    return html.Div(text, className=kind)
+
+
+def chart(df: pd.DataFrame, source: str, f: Filters, build, what: str = ""):
+    """A graph of ``df`` built by ``build(df)``, or the empty state."""
+    if df.empty:
+        return empty(source, f, what)
+    return dcc.Graph(figure=build(df), config=GRAPH_CONFIG)
+
+
+def chart_table(df: pd.DataFrame, source: str, f: Filters, build, columns: dict[str, str], what: str = "",
+                max_rows: int = 50):
+    """A graph and the table behind it, or one empty state for both (always a list)."""
+    if df.empty:
+        return [empty(source, f, what)]
+    return [dcc.Graph(figure=build(df), config=GRAPH_CONFIG), table(df, columns, source, f, what, max_rows)]
+
+
+def table(df: pd.DataFrame, columns: dict[str, str], source: str, f: Filters, what: str = "",
+          max_rows: int = 50, class_name: str = "") -> html.Div:
+    """An HTML table of ``columns`` ({column: header}) of ``df``, or the empty state."""
+    if df.empty:
+        return empty(source, f, what)
+    shown = df.head(max_rows)
+    head = html.Tr([html.Th(h) for h in columns.values()])
+    body = [html.Tr([html.Td(fmt(row[c]), className=_cell_class(row[c])) for c in columns],
+                    className=str(row.get("row_class", "")) or None)
+            for _, row in shown.iterrows()]
+    more = html.P(f"{len(shown)} of {len(df)} rows shown; the CSV has them all.", className="more") \
+        if len(df) > max_rows else None
+    return html.Div([html.Table([html.Thead(head), html.Tbody(body)], className=f"data {class_name}".strip()), more])
+
+
+def fmt(value) -> str:
+    if value is None or value is pd.NaT or (isinstance(value, (float, np.floating)) and math.isnan(value)):
+        return "–"
+    if isinstance(value, (pd.Timestamp, datetime)):
+        return value.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:,.2f}"
+    return str(value)
+
+
+def _cell_class(value) -> str | None:
+    return "num" if isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_)) else None
+
+
+def money(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    return f"${value:,.0f}" if abs(value) >= 100 else f"${value:,.2f}"
+
+
+def tile(title: str, value: str, detail: str, href: str, tile_id: str, tone: str = "") -> dcc.Link:
+    return dcc.Link(href=href, id=tile_id, className=f"tile {tone}".strip(), children=[
+        html.Div(title, className="tile-title"), html.Div(value, className="tile-value"),
+        html.Div(detail, className="tile-detail")])
+
+
+def register_csv(page_name: str, sources: dict) -> None:
+    """One callback per page: a card's CSV button downloads the table behind it.
+
+    ``sources`` maps a card name to ``fn(store, filters) -> DataFrame`` (the same query the card shows).
+    """
+    @callback(Output(ids.download(page_name), "data"),
+              Input(ids.csv_button(page_name, ALL), "n_clicks"),
+              State(ids.filters(page_name), "data"), prevent_initial_call=True)
+    def download(clicks, data):
+        trigger = ctx.triggered_id
+        if not trigger or not any(clicks) or trigger.get("name") not in sources:
+            return no_update
+        f = state.filters_from_data(data)
+        df = sources[trigger["name"]](state.get().store, f)
+        name = f"gpuledger-{page_name}-{trigger['name']}-{f.start}-{f.end - timedelta(days=1)}.csv"
+        return dcc.send_data_frame(df.to_csv, name, index=False)

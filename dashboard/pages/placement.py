@@ -1,0 +1,58 @@
+"""Placement: baseline vs burst demand per team, what a utilized GPU-hour costs where, and what
+each recommendation would save (sql/queries/placement.sql)."""
+from __future__ import annotations
+
+import dash
+from dash import Input, Output, callback, html
+
+from dashboard import components as c
+from dashboard import figures, ids, queries, state
+
+PAGE = "placement"
+dash.register_page(__name__, path="/placement", name="Placement", title="Placement · gpuledger", order=4)
+RATE_COLUMNS = {"environment": "environment", "usd_per_utilized_gpu_hour": "USD / utilized GPU-h",
+                "usd_per_gpu_hour": "USD / GPU-h", "utilization_pct": "utilization %", "cost_usd": "USD",
+                "utilized_gpu_hours": "utilized GPU-h"}
+REC_COLUMNS = {"kind": "recommendation", "team": "team", "pool": "pool", "from_environment": "from",
+               "to_environment": "to", "gpus": "GPUs", "gpu_hours": "GPU-hours", "utilized_gpu_hours": "utilized GPU-h",
+               "from_usd_per_utilized_gpu_hour": "from rate", "to_usd_per_utilized_gpu_hour": "to rate",
+               "savings_usd": "savings USD"}
+DEMAND_COLUMNS = {"team": "team", "baseline_gpus": "baseline GPUs", "peak_gpus": "peak GPUs",
+                  "avg_gpus": "average GPUs", "baseline_gpu_hours": "baseline GPU-h", "burst_gpu_hours": "burst GPU-h"}
+
+
+def layout(**query):
+    f = state.filters_from_url(query)
+    q = state.get().baseline_quantile
+    return c.page(PAGE, "Placement", f, [
+        c.card(PAGE, "demand", "Baseline vs burst per team",
+               note=f"Baseline: the {q:g} quantile of a team's hourly held GPUs (steady, suits on-prem); "
+                    "burst: the rest (suits cloud). The environment filter does not apply: placement compares them."),
+        c.card(PAGE, "rates", "Cost per utilized GPU-hour: on-prem vs each cloud", wide=False),
+        c.card(PAGE, "recommendations", "Recommendations and their savings",
+               note="Savings over the selected range; negative: what the move costs (capacity relief)."),
+    ])
+
+
+@callback(Output(ids.part(PAGE, "demand"), "children"), Output(ids.part(PAGE, "rates"), "children"),
+          Output(ids.part(PAGE, "recommendations"), "children"), Input(ids.filters(PAGE), "data"))
+def render(data):
+    f, st = state.filters_from_data(data), state.get()
+    demand = queries.placement_demand(st.store, f, st.baseline_quantile)
+    rates = queries.placement_rates(st.store, f)
+    recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, rates)
+    total = html.P(f"Savings if every positive recommendation is taken: "
+                   f"{c.money(recs.loc[recs['savings_usd'] > 0, 'savings_usd'].sum())}", className="total") \
+        if not recs.empty else None
+    return (c.chart_table(demand, "gpu_cost_hour", f, figures.placement_demand, DEMAND_COLUMNS, "held GPU-hours"),
+            c.chart_table(rates, "gpu_cost_hour", f, figures.placement_rates, RATE_COLUMNS, "GPU-hours"),
+            [total, c.table(recs, REC_COLUMNS, "gpu_cost_hour", f, "placement recommendations")])
+
+
+def _recommendations(store, f):
+    st = state.get()
+    return queries.placement(store, f, st.baseline_quantile, st.saturated_pct)
+
+
+c.register_csv(PAGE, {"demand": lambda s, f: queries.placement_demand(s, f, state.get().baseline_quantile),
+                      "rates": queries.placement_rates, "recommendations": _recommendations})

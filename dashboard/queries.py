@@ -1,0 +1,159 @@
+"""The dashboard's data: plain functions, store + Filters -> DataFrame.
+
+Each runs one named query from ``sql/queries/`` with the filters as bound parameters (never as
+SQL text), so the same numbers come out of ``clickhouse-client`` with the same parameters. They
+read views and rollups only. Importable and testable without Dash.
+"""
+from __future__ import annotations
+
+import time
+from datetime import datetime
+
+import pandas as pd
+
+from dashboard.filters import Filters
+from ingest.sqlfiles import query as sql_text
+
+# What "no data yet" means for each source: the table that is empty before anything is derived.
+SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "idle_windows": "idle windows",
+           "team_spend_day": "team spend", "compliance_findings": "compliance findings",
+           "alert_state": "alert state", "alert_events": "alert history", "alert_silences": "silences"}
+_cache: dict[tuple, tuple[float, object]] = {}
+CACHE_S = 30.0
+
+
+def run(store, name: str, f: Filters, **extra) -> pd.DataFrame:
+    return store.query_df(sql_text(f"queries/{name}"), {**f.params(), **extra})
+
+
+def fleet(store, f: Filters) -> pd.DataFrame:
+    return run(store, "fleet", f)
+
+
+def idle_summary(store, f: Filters) -> pd.DataFrame:
+    return run(store, "idle_summary", f)
+
+
+def budget(store, f: Filters) -> pd.DataFrame:
+    return run(store, "budget", f)
+
+
+def coverage(store, f: Filters) -> pd.DataFrame:
+    return run(store, "coverage", f)
+
+
+def alert_counts(store, f: Filters) -> pd.DataFrame:
+    return run(store, "alert_counts", f)
+
+
+def findings(store, f: Filters) -> pd.DataFrame:
+    return run(store, "findings", f)
+
+
+def bucket_hours(f: Filters) -> int:
+    """Heatmap resolution: hours for a day or two, 6 hours up to two weeks, then days."""
+    return 1 if f.days <= 2 else 6 if f.days <= 14 else 24
+
+
+def util_heatmap(store, f: Filters, rows: str = "pool", max_entities: int = 200) -> pd.DataFrame:
+    if rows == "gpu":
+        return run(store, "util_heatmap_gpu", f, bucket_h=bucket_hours(f), max_entities=max_entities)
+    return run(store, "util_heatmap_pool", f, bucket_h=bucket_hours(f))
+
+
+def util_distribution(store, f: Filters) -> pd.DataFrame:
+    return run(store, "util_distribution", f)
+
+
+def mig_tree(store, f: Filters) -> pd.DataFrame:
+    return run(store, "mig_tree", f)
+
+
+def idle_windows(store, f: Filters, limit: int = 500) -> pd.DataFrame:
+    return run(store, "idle_windows", f, limit=limit)
+
+
+def idle_by_owner(store, f: Filters) -> pd.DataFrame:
+    return run(store, "idle_by_owner", f)
+
+
+def spend_by_team(store, f: Filters) -> pd.DataFrame:
+    return run(store, "spend_by_team", f)
+
+
+def spend_trend(store, f: Filters) -> pd.DataFrame:
+    return run(store, "spend_trend", f)
+
+
+def unallocated(store, f: Filters) -> pd.DataFrame:
+    return run(store, "unallocated", f)
+
+
+def placement_demand(store, f: Filters, baseline_q: float) -> pd.DataFrame:
+    return run(store, "placement_demand", f, baseline_q=float(baseline_q))
+
+
+def placement_rates(store, f: Filters) -> pd.DataFrame:
+    return run(store, "placement_rates", f)
+
+
+def placement(store, f: Filters, baseline_q: float, saturated_pct: float,
+              rates: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Recommendation rows (sql/queries/placement.sql), biggest savings first. ``rates`` is
+    placement_rates() of the same filters when the caller has it already."""
+    rates = placement_rates(store, f) if rates is None else rates
+    per_env = {} if rates.empty else {str(e): float(r) for e, r in
+                                      zip(rates["environment"], rates["usd_per_utilized_gpu_hour"]) if r == r and r > 0}
+    clouds = sorted((r, e) for e, r in per_env.items() if e != "onprem")
+    hours = int(run(store, "hours", f)["hours"].iloc[0])
+    return run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
+               rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=clouds[0][1] if clouds else "", hours=hours)
+
+
+def runtime_matrix(store, f: Filters) -> pd.DataFrame:
+    return run(store, "runtime_matrix", f)
+
+
+def alerts(store, f: Filters) -> pd.DataFrame:
+    return run(store, "alerts", f)
+
+
+def alert_history(store, f: Filters) -> pd.DataFrame:
+    return run(store, "alert_history", f)
+
+
+def silences(store, now: datetime) -> pd.DataFrame:
+    from alerts.silences import list_silences
+
+    rows = [{"id": s.id, "state": s.state(now), "matchers": ", ".join(str(m) for m in s.matchers),
+             "starts_at": s.starts_at, "ends_at": s.ends_at, "created_by": s.created_by, "comment": s.comment,
+             "updated_by": s.updated_by}
+            for s in list_silences(store, now, include_expired=True)]
+    rows.sort(key=lambda r: (r["state"] != "active", r["state"] != "pending", -r["ends_at"].timestamp()))
+    return pd.DataFrame(rows)
+
+
+def has_data(store, source: str) -> bool:
+    """Whether ``source`` (one of SOURCES) holds any row; remembered for CACHE_S seconds."""
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r}")
+    return bool(_cached(("has", id(store), source), lambda: store.rows(f"SELECT 1 FROM {source} LIMIT 1")))
+
+
+def filter_options(store) -> tuple[list[str], list[str]]:
+    """(environments, teams) seen in the spend table, for the filter bar."""
+    def load():
+        rows = store.rows("SELECT groupUniqArray(environment), groupUniqArray(team) FROM team_spend_day")
+        envs, teams = rows[0] if rows else ([], [])
+        return sorted(envs), sorted(teams)
+    return _cached(("options", id(store)), load)
+
+
+def _cached(key: tuple, load):
+    now = time.monotonic()
+    hit = _cache.get(key)
+    if hit and now - hit[0] < CACHE_S:
+        return hit[1]
+    value = load()
+    _cache[key] = (now, value)
+    return value

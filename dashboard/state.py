@@ -1,0 +1,43 @@
+"""What the callbacks of one mounted dashboard share: the read-only store, the writable one (for
+silences only), the config and the clock. Kept on the Flask app (``mount`` puts it there), so the
+page modules hold no global state and read it inside each request."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+
+from flask import current_app
+
+from dashboard.config import DashboardConfig
+from dashboard.filters import Filters, parse
+
+KEY = "gpuledger.dashboard"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class DashboardState:
+    store: object                       # read-only handle (Store.read_only())
+    writer: object                      # the platform's store: silences are written here
+    cfg: DashboardConfig
+    baseline_quantile: float = 0.1
+    saturated_pct: float = 85.0
+    clock: Callable[[], datetime] = utc_now
+
+
+def get() -> DashboardState:
+    return current_app.extensions[KEY]
+
+
+def filters_from_url(query: dict) -> Filters:
+    st = get()
+    return parse(query, st.clock().date(), st.cfg.default_range)
+
+
+def filters_from_data(data) -> Filters:
+    st = get()
+    return Filters.from_data(data, st.clock().date(), st.cfg.default_range)

@@ -1,0 +1,82 @@
+-- Placement recommendations over the range, biggest savings first. Three kinds of row:
+--
+--  * move baseline on-prem: a team's steady cloud demand (the {baseline_q} quantile of its hourly
+--    cloud GPUs, shared across its clouds by GPU-hours) moved to on-prem;
+--    savings = its utilized GPU-hours × (that cloud's rate − the on-prem rate);
+--  * burst to cloud: an on-prem pool saturated on some days (v_pool_load); the held load above
+--    {saturated_pct} % of the pool goes to the cheapest cloud ({cheapest}); savings = utilized GPU-hours ×
+--    (on-prem rate − cloud rate), usually negative: the price of the capacity;
+--  * consolidate pool: an under-used on-prem pool; the capacity its held load does not need at
+--    {saturated_pct} % allocation can be freed; savings = that share of the pool's cost.
+--
+-- Rates are USD per utilized GPU-hour per environment, passed in as {rate_envs} / {rate_values} (the result of
+-- placement_rates.sql over the same range), and {hours} is the number of hours with data in the
+-- range (hours.sql); both are computed once instead of in every branch here.
+WITH
+    cloud AS
+    (
+        -- one pass over the teams' held cloud GPU time: per hour (all clouds) and per cloud
+        SELECT team,
+               mapValues(sumMap(map(hour, gpu_hours)))               AS hourly,
+               sumMap(map(environment, gpu_hours))                   AS env_gpu_hours,
+               sumMap(map(environment, utilized_gpu_hours))          AS env_utilized,
+               arraySort(arrayConcat(hourly, arrayWithConstant(greatest({hours:UInt64}, length(hourly)) - length(hourly), 0.))) AS demand,
+               demand[toUInt64(floor({baseline_q:Float64} * (length(demand) - 1))) + 1] AS baseline_gpus,
+               arraySum(mapValues(env_gpu_hours))                    AS cloud_gpu_hours
+        FROM gpu_cost_hour
+        WHERE held AND team != 'unallocated' AND environment != 'onprem'
+          AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
+          AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
+        GROUP BY team
+    ),
+    pool_days AS
+    (
+        SELECT pool, toDate(hour) AS day, sum(cost_usd) AS cost_usd
+        FROM gpu_cost_hour
+        WHERE environment = 'onprem' AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
+        GROUP BY pool, day
+    )
+SELECT kind, team, pool, from_environment, to_environment, days, gpus, gpu_hours, utilized_gpu_hours,
+       from_usd_per_utilized_gpu_hour, to_usd_per_utilized_gpu_hour, savings_usd
+FROM
+(
+    SELECT 'move baseline on-prem' AS kind, team, '' AS pool, environment AS from_environment,
+           'onprem' AS to_environment, toUInt32(0) AS days,
+           baseline_gpus * env_gpu_hours[environment] / cloud_gpu_hours AS gpus,
+           gpus * greatest({hours:UInt64}, 1) AS gpu_hours,
+           gpu_hours * env_utilized[environment] / env_gpu_hours[environment] AS utilized_gpu_hours,
+           mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})[environment] AS from_usd_per_utilized_gpu_hour,
+           mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})['onprem'] AS to_usd_per_utilized_gpu_hour,
+           utilized_gpu_hours * (from_usd_per_utilized_gpu_hour - to_usd_per_utilized_gpu_hour) AS savings_usd
+    FROM cloud
+    ARRAY JOIN mapKeys(env_gpu_hours) AS environment
+    WHERE baseline_gpus > 0 AND env_gpu_hours[environment] > 0
+      AND has({rate_envs:Array(String)}, 'onprem') AND has({rate_envs:Array(String)}, environment)
+      AND from_usd_per_utilized_gpu_hour > to_usd_per_utilized_gpu_hour
+
+    UNION ALL
+
+    -- on-prem pools off their 'ok' status: saturated days give burst rows, under-used days consolidation rows
+    SELECT if(status = 'saturated', 'burst to cloud', 'consolidate pool'), '', pool, 'onprem',
+           if(status = 'saturated', {cheapest:String}, 'onprem'), toUInt32(count()),
+           sum(excess_gpu_hours) / (24 * count()), sum(excess_gpu_hours), sum(excess_utilized),
+           any(onprem_rate), if(status = 'saturated', any(cloud_rate), any(onprem_rate)),
+           if(status = 'saturated', sum(excess_utilized) * (any(onprem_rate) - any(cloud_rate)), sum(freeable_usd))
+    FROM
+    (
+        SELECT l.pool AS pool, l.status AS status,
+               if(status = 'saturated', l.gpu_hours * (l.allocated_pct - {saturated_pct:Float64}) / 100,
+                  l.gpu_hours * greatest(1 - l.allocated_pct / {saturated_pct:Float64}, 0)) AS excess_gpu_hours,
+               if(status = 'saturated', excess_gpu_hours * l.utilization_pct / 100, 0) AS excess_utilized,
+               c.cost_usd * greatest(1 - l.allocated_pct / {saturated_pct:Float64}, 0) AS freeable_usd,
+               mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})['onprem'] AS onprem_rate,
+               mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})[{cheapest:String}] AS cloud_rate
+        FROM v_pool_load AS l
+        LEFT JOIN pool_days AS c ON c.pool = l.pool AND c.day = l.day
+        WHERE l.day >= {start_day:Date} AND l.day < {end_day:Date} AND has({rate_envs:Array(String)}, 'onprem')
+          AND ((l.status = 'saturated' AND l.allocated_pct > {saturated_pct:Float64} AND {cheapest:String} != '')
+               OR l.status = 'under-used')
+    )
+    GROUP BY pool, status
+)
+ORDER BY savings_usd DESC, kind, team, pool

@@ -1,0 +1,163 @@
+"""Every page in headless Chromium on the demo fleet: real numbers (checked against SQL over the
+views), the planted problems visible, no console errors. Writes the README's screenshots when
+GPULEDGER_SCREENSHOTS is set."""
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+from selenium.webdriver.common.by import By
+
+from dashboard.components import money
+from tests.dashboard.browser import console_errors, open_page, part, screenshot, table_rows, text
+
+
+def window():
+    """The default range (last 30 days), as the dashboard computes it."""
+    end = datetime.now(timezone.utc).date() + timedelta(days=1)
+    start = end - timedelta(days=30)
+    return {"start": datetime.combine(start, datetime.min.time()), "end": datetime.combine(end, datetime.min.time()),
+            "start_day": start, "end_day": end}
+
+
+def one(store, sql):
+    return store.rows(sql, window())[0]
+
+
+@pytest.fixture(autouse=True)
+def no_console_errors(browser):
+    console_errors(browser)
+    yield
+    assert console_errors(browser) == []
+
+
+def test_overview_tiles_match_the_views(site, browser, screenshots_dir):
+    open_page(browser, site.url + "/", "overview")
+    part(browser, "overview", "tiles")
+    store = site.store
+    gpus, = one(store, "SELECT uniqExact(host, gpu_uuid) FROM gpu_hour WHERE hour >= {start:DateTime} AND hour < {end:DateTime}")
+    hours, usd, n = one(store, "SELECT sum(gpu_hours), sum(cost_usd), count() FROM v_idle_waste "
+                               "WHERE start < {end:DateTime} AND end > {start:DateTime}")
+    mtd, = one(store, "SELECT sum(spend_mtd_usd) FROM v_team_budget WHERE month = toStartOfMonth(today())")
+    coverage, = one(store, "SELECT 100 * sum(allocated_usd) / sum(cost_usd) FROM v_allocation_coverage "
+                           "WHERE day >= {start_day:Date} AND day < {end_day:Date}")
+    firing, = one(store, "SELECT count() FROM alert_state FINAL WHERE state = 'firing'")
+    findings, = one(store, "SELECT count() FROM v_compliance_open WHERE last_seen >= {start:DateTime}")
+    tile = lambda key: text(browser, f"overview-tile-{key}").splitlines()
+    assert tile("gpus")[1] == f"{gpus:,}" and "MIG instances" in tile("gpus")[2]
+    assert tile("idle")[1] == f"{hours:,.1f} h" and tile("idle")[2] == f"{money(usd)} wasted in {n} idle windows"
+    assert tile("spend")[1] == money(mtd) and "over: llm-finetune" in tile("spend")[2]       # the planted overrun
+    assert tile("coverage")[1] == f"{coverage:.1f} %"
+    assert firing >= 10 and tile("alerts")[1] == str(firing)
+    assert findings == 4 and tile("findings")[1] == "4"
+    part(browser, "overview", "fleet", chart=True)
+    screenshot(browser, screenshots_dir, "overview")
+    browser.find_element(By.ID, "overview-tile-idle").click()
+    open_page(browser, browser.current_url, "idle")
+    assert browser.current_url.startswith(site.url + "/idle?range=30d")
+
+
+def test_utilization_heatmap_distribution_and_mig_under_gpu(site, browser, screenshots_dir):
+    open_page(browser, site.url + "/utilization", "utilization")
+    heatmap = part(browser, "utilization", "heatmap", chart=True)
+    assert "onprem · a100-mig" in heatmap.text and "aws · aws-us-east-1-p4d" in heatmap.text
+    part(browser, "utilization", "distribution", chart=True)
+    rows = table_rows(part(browser, "utilization", "mig"))
+    planted = next(p for p in site.demo.planted if p["kind"] == "idle_allocated" and p["mig_instance"])
+    gpu_row = next(i for i, r in enumerate(rows) if r[0] == f"{planted['host']} {planted['gpu_uuid']}")
+    children = []
+    for r in rows[gpu_row + 1:]:
+        if not r[0].startswith("└ MIG"):
+            break
+        children.append(r)
+    assert [planted["mig_instance"], planted["mig_profile"]] in [[r[0].split()[-1], r[1]] for r in children]
+    n, = one(site.store, "SELECT uniqExact(mig_instance) FROM gpu_hour WHERE host = '%s' AND gpu_uuid = '%s' "
+                         "AND mig_instance != '' AND hour >= {start:DateTime} AND hour < {end:DateTime}"
+             % (planted["host"], planted["gpu_uuid"]))
+    assert len(children) == n > 1
+    screenshot(browser, screenshots_dir, "utilization")
+
+
+def test_idle_shows_every_planted_window_with_owner(site, browser, screenshots_dir):
+    open_page(browser, site.url + "/idle", "idle")
+    part(browser, "idle", "timeline", chart=True)
+    part(browser, "idle", "by-team", chart=True)
+    rows = table_rows(part(browser, "idle", "offenders"))
+    planted = [p for p in site.demo.planted if p["kind"].startswith("idle_")]
+    for p in planted:
+        start = p["start"].replace("T", " ")[:16]
+        match = [r for r in rows if r[3] == p["host"] and r[4] == p["gpu_uuid"] and r[8] == start]
+        assert match, f"planted {p['kind']} on {p['host']} {p['gpu_uuid']} not among the worst offenders"
+        if p["kind"] == "idle_allocated":
+            assert match[0][0] == p["team"] and match[0][1] == p["user"] and match[0][2] == p["job_id"]
+        assert float(match[0][10]) == pytest.approx(p["minutes"] / 60, abs=0.05)
+    worst, = one(site.store, "SELECT max(cost_usd) FROM v_idle_waste WHERE start < {end:DateTime} AND end > {start:DateTime}")
+    assert rows[0][11] == f"{worst:,.2f}"
+    screenshot(browser, screenshots_dir, "idle")
+
+
+def test_spend_per_team_budget_and_unallocated(site, browser, screenshots_dir):
+    open_page(browser, site.url + "/spend", "spend")
+    by_team = part(browser, "spend", "by-team", chart=True)
+    assert "llm-finetune" in by_team.text and "onprem · onprem_capital" in by_team.text
+    part(browser, "spend", "trend", chart=True)
+    budget = {r[0]: r for r in table_rows(part(browser, "spend", "budget", chart=True))}
+    expected = site.store.rows("SELECT team, budget_usd, spend_mtd_usd, forecast_usd FROM v_team_budget "
+                               "WHERE month = toStartOfMonth(today())")
+    for team, budget_usd, mtd, forecast in expected:
+        assert budget[team][2] == f"{mtd:,.2f}" and budget[team][3] == f"{forecast:,.2f}"
+    assert budget["llm-finetune"][5] == "yes" and budget["research"][5] == "no"
+    unallocated = part(browser, "spend", "unallocated", chart=True)
+    usd, = one(site.store, "SELECT sum(cost_usd) FROM v_unallocated WHERE day >= {start_day:Date} AND day < {end_day:Date}")
+    assert f"Unallocated: {money(usd)}" in unallocated.text
+    screenshot(browser, screenshots_dir, "spend")
+
+
+def test_placement_rates_and_recommendations(site, browser, screenshots_dir):
+    open_page(browser, site.url + "/placement", "placement")
+    part(browser, "placement", "demand", chart=True)
+    rates = {r[0]: r for r in table_rows(part(browser, "placement", "rates", chart=True))}
+    expected = site.store.rows("SELECT environment, sum(cost_usd) / sum(utilized_gpu_hours) FROM gpu_cost_hour "
+                               "WHERE hour >= {start:DateTime} AND hour < {end:DateTime} GROUP BY environment", window())
+    assert {env: rates[env][1] for env, _ in expected} == {env: f"{rate:,.2f}" for env, rate in expected}
+    recs = table_rows(part(browser, "placement", "recommendations"))
+    kinds = {(r[0], r[1] or r[2]) for r in recs}
+    assert ("move baseline on-prem", "search-inference") in kinds       # steady inference demand in the clouds
+    assert ("burst to cloud", "dgx-h100") in kinds                      # saturated on-prem pool
+    savings = [float(r[10].replace(",", "")) for r in recs]
+    assert savings == sorted(savings, reverse=True)
+    screenshot(browser, screenshots_dir, "placement")
+
+
+def test_compliance_findings_with_evidence_and_runtime_matrix(site, browser, screenshots_dir):
+    open_page(browser, site.url + "/compliance", "compliance")
+    part(browser, "compliance", "by-policy", chart=True)
+    findings = part(browser, "compliance", "findings")
+    residency = next(p for p in site.demo.planted if p["kind"] == "residency_violation")
+    drift = next(p for p in site.demo.planted if p["kind"] == "driver_drift")
+    untagged = next(p for p in site.demo.planted if p["kind"] == "untagged_instance")
+    summaries = findings.text
+    assert residency["team"] in summaries and residency["region"] in summaries
+    assert drift["host"] in summaries and untagged["instance_id"] in summaries
+    details = findings.find_elements(By.CSS_SELECTOR, "details.finding")
+    details[0].find_element(By.TAG_NAME, "summary").click()
+    assert table_rows(details[0]), "a finding opened with no evidence rows"
+    matrix = part(browser, "compliance", "runtime")
+    drifting = [tr.find_element(By.TAG_NAME, "th").text for tr in matrix.find_elements(By.CSS_SELECTOR, "tr.drifting")]
+    assert drifting == [f"onprem · {drift['pool']}"]
+    assert f"{drift['actual_driver']} / CUDA {drift['actual_cuda']}" in matrix.text
+    screenshot(browser, screenshots_dir, "compliance")
+
+
+def test_alerts_page_lists_firing_alerts_and_history(site, browser, screenshots_dir):
+    open_page(browser, site.url + "/alerts", "alerts")
+    firing = table_rows(part(browser, "alerts", "firing"))
+    names = {r[1] for r in firing}
+    assert {"team_budget_exceeded", "compliance_residency", "gpu_idle_window"} <= names
+    count, = one(site.store, "SELECT count() FROM alert_state FINAL WHERE state = 'firing'")
+    assert len(firing) == count
+    assert "No pending alerts match" in part(browser, "alerts", "pending").text
+    history = table_rows(part(browser, "alerts", "history"))
+    assert any(r[1] == "compliance_residency" and r[4] == "firing" for r in history)
+    part(browser, "alerts", "silences")
+    screenshot(browser, screenshots_dir, "alerts")

@@ -1,0 +1,71 @@
+"""The query functions: placement on a hand-computable fleet, and the rules every dashboard
+query keeps (views and rollups only, fixed page paths)."""
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from dashboard import queries
+from dashboard.filters import Filters
+
+REPO = Path(__file__).resolve().parents[2]
+COLUMNS = ["hour", "host", "gpu_uuid", "environment", "pool", "team", "held", "gpu_hours", "utilized_gpu_hours", "cost_usd"]
+
+
+@pytest.fixture
+def small_fleet(store):
+    """48 hours: team inference holds 2 AWS GPUs all the time (50 % busy, $4/GPU-hour); team burst
+    holds 1 AWS GPU for 12 hours; team research holds 4 on-prem GPUs (80 % busy, $1.6/GPU-hour)."""
+    rows, t0 = [], datetime(2026, 3, 1)
+    for h in range(48):
+        hour = t0 + timedelta(hours=h)
+        rows += [[hour, "ip-1", f"GPU-i{g}", "aws", "aws-p4d", "inference", 1, 1.0, 0.5, 4.0] for g in range(2)]
+        rows += [[hour, "dgx-1", f"GPU-r{g}", "onprem", "dgx", "research", 1, 1.0, 0.8, 1.6] for g in range(4)]
+        if h < 12:
+            rows.append([hour, "ip-2", "GPU-b0", "aws", "aws-g5", "burst", 1, 1.0, 0.5, 4.0])
+    store.client.insert("gpu_cost_hour", rows, column_names=COLUMNS)
+    return store, Filters(date(2026, 3, 1), date(2026, 3, 3))
+
+
+def test_placement_moves_the_steady_cloud_baseline_on_prem(small_fleet):
+    store, f = small_fleet
+    rates = queries.placement_rates(store, f).set_index("environment")["usd_per_utilized_gpu_hour"]
+    assert rates["aws"] == pytest.approx((96 * 4 + 12 * 4) / (96 * 0.5 + 12 * 0.5)) == pytest.approx(8.0)
+    assert rates["onprem"] == pytest.approx(2.0)
+    demand = queries.placement_demand(store, f, 0.1).set_index("team")
+    assert demand.loc["inference", "baseline_gpus"] == 2 and demand.loc["inference", "burst_gpu_hours"] == 0
+    assert demand.loc["burst", "baseline_gpus"] == 0 and demand.loc["burst", "burst_gpu_hours"] == 12
+    assert demand.loc["research", "baseline_gpu_hours"] == 4 * 48
+    recs = queries.placement(store, f, 0.1, 85.0)
+    assert recs[["kind", "team", "from_environment", "to_environment"]].values.tolist() == \
+        [["move baseline on-prem", "inference", "aws", "onprem"]]
+    rec = recs.iloc[0]
+    assert rec["gpus"] == pytest.approx(2) and rec["gpu_hours"] == pytest.approx(96)
+    assert rec["utilized_gpu_hours"] == pytest.approx(48)
+    assert rec["savings_usd"] == pytest.approx(48 * (8.0 - 2.0))
+    assert queries.placement(store, Filters(date(2026, 3, 1), date(2026, 3, 3), teams=("research",)), 0.1, 85.0).empty
+
+
+def test_filters_reach_sql_as_values(small_fleet):
+    store, f = small_fleet
+    assert queries.fleet(store, f)["gpus"].sum() == 7
+    assert queries.fleet(store, Filters(f.start, f.end, envs=("aws",)))["gpus"].sum() == 3
+    assert queries.fleet(store, Filters(f.start, f.end, teams=("x' OR 1=1 --",))).empty
+    assert queries.fleet(store, Filters(f.start, f.end, teams=("inference", "burst")))["gpus"].sum() == 3
+
+
+def test_dashboard_queries_read_views_and_rollups_never_raw_samples():
+    texts = [p.read_text() for p in (REPO / "sql" / "queries").glob("*.sql")]
+    texts += [p.read_text() for p in (REPO / "dashboard").rglob("*.py")]
+    assert len(texts) > 20
+    assert not [t for t in texts if re.search(r"\bgpu_(samples|minute)\b", t)]
+
+
+def test_page_paths_are_stable(site):
+    import dash
+
+    assert sorted(p["path"] for p in dash.page_registry.values()) == \
+        ["/", "/alerts", "/compliance", "/idle", "/placement", "/spend", "/utilization"]
