@@ -99,10 +99,12 @@ def rollup_day(store, day: date, params: dict, start: datetime | None = None) ->
 
 
 def cost_day(store, day: date, rules: str, rule_params: dict, start: datetime | None = None) -> None:
-    """gpu_cost_hour and team_spend_day of one day, after its rollups."""
+    """gpu_cost_hour, team_spend_day and the daily rollups of one day, after its rollups."""
     _steps(store, day, start, [
         ("gpu_cost_hour", "cost", rule_params, query("analytics/cost").replace("__TEAM_RULES__", rules), "hour"),
-        ("team_spend_day", "spend", rule_params, query("analytics/spend").replace("__TEAM_RULES__", rules), None)])
+        ("team_spend_day", "spend", rule_params, query("analytics/spend").replace("__TEAM_RULES__", rules), None),
+        ("gpu_cost_day", "cost_day", {}, None, None),
+        ("team_demand_hour", "team_demand", {}, None, None)])
 
 
 def _steps(store, day: date, start: datetime | None, steps) -> None:

@@ -57,3 +57,14 @@ def test_cloud_gpu_spend_equals_the_bill(demo):
         "SELECT sum(cost) FROM team_spend_day WHERE cost_kind IN ('cloud_gpu', 'cloud_other') AND estimated_cost = 0 AND currency = 'USD'")
     estimated = demo.store.scalar("SELECT sum(cost) FROM team_spend_day WHERE cost_kind = 'cloud_gpu' AND estimated_cost > 0")
     assert abs(spent - billed) < 0.01 * billed, (spent, billed, estimated)
+
+
+def test_daily_rollups_agree_with_the_hourly_costs(demo):
+    hourly = demo.store.rows("SELECT round(sum(gpu_hours), 6), round(sum(utilized_gpu_hours), 6), round(sum(cost_usd), 6) "
+                             "FROM gpu_cost_hour")
+    daily = demo.store.rows("SELECT round(sum(gpu_hours), 6), round(sum(utilized_gpu_hours), 6), round(sum(cost_usd), 6) "
+                            "FROM gpu_cost_day")
+    demand = demo.store.rows("SELECT round(sum(gpu_hours), 6), round(sum(utilized_gpu_hours), 6), round(sum(cost_usd), 6) "
+                             "FROM team_demand_hour")
+    assert hourly == daily == demand
+    assert demo.store.scalar("SELECT countIf(driver_version = '') FROM gpu_cost_day") == 0
