@@ -25,9 +25,10 @@ def pool_row(name: str, environment: str, pool, defaults) -> list:
 
 
 def refresh(store, cfg) -> None:
-    """Write the config snapshot tables; pools seen in the data but not configured get defaults."""
+    """Write the config snapshot tables; pools seen in the rollups but not configured get defaults
+    (run after the rollups, before costs and idle windows, which read them)."""
     configured = {p.name: p for p in cfg.pools}
-    seen = dict(store.rows("SELECT pool, any(environment) FROM gpu_samples GROUP BY pool"))
+    seen = dict(store.rows("SELECT pool, any(environment) FROM gpu_hour GROUP BY pool"))
     rows = [pool_row(name, configured[name].environment if name in configured else seen.get(name, ""),
                      configured.get(name), cfg.analytics)
             for name in sorted(set(configured) | set(seen))]

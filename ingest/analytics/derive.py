@@ -37,7 +37,6 @@ def derive(store, cfg, *, since: date | None = None, until: date | None = None, 
            progress: Callable[[str], None] = log.info, now: datetime | None = None) -> DeriveReport:
     started = time.perf_counter()
     now = now or datetime.now(timezone.utc)
-    configtables.refresh(store, cfg)
     config_fp = configtables.fingerprint(cfg)
     since = since or (now - timedelta(days=cfg.analytics.lookback_days)).date()
     until = until or now.date()
@@ -76,6 +75,7 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
     try:
         # the rollups of every day first: a bill spanning days needs all their GPU-hours
         in_parallel(handles, days, lambda handle, day: rollup_day(handle, day, params, starts[day]))
+        configtables.refresh(store, cfg)
         in_parallel(handles, days, costs)
     finally:
         for handle in handles[1:]:
@@ -175,6 +175,9 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> int:
     """Recompute idle windows from ``start`` (snapped back to any window open then)."""
     params = {"from": start.replace(tzinfo=None), "until": until.replace(tzinfo=None),
               "max_gap_minutes": cfg.analytics.idle_max_gap_minutes}
+    open_since = store.scalar("SELECT min(start) FROM idle_windows WHERE end >= {from:DateTime} - INTERVAL {g:UInt32} MINUTE",
+                              {"from": params["from"], "g": params["max_gap_minutes"]})
+    params["scan_from"] = min(params["from"], open_since) if open_since and open_since.year > 1970 else params["from"]
     stage = f"_stage_idle_{uuid.uuid4().hex[:10]}"
     store.command(f"CREATE TABLE `{stage}` AS idle_windows")
     try:

@@ -44,7 +44,9 @@ WITH
         (
             SELECT *, if(mig_instance = '', 0, toUInt32OrZero(extract(mig_profile, '^(\\d+)g'))) AS slices
             FROM gpu_hour
-            WHERE hour >= (SELECT toStartOfHour(min(ps)) FROM lines) AND hour < (SELECT max(pe) FROM lines) AND instance_key != ''
+            -- constant bounds first (a bill line spans at most a month), so partitions are pruned
+            WHERE hour >= d0 - INTERVAL 32 DAY AND hour < d1 + INTERVAL 32 DAY
+              AND hour >= (SELECT toStartOfHour(min(ps)) FROM lines) AND hour < (SELECT max(pe) FROM lines) AND instance_key != ''
         )
         WHERE instance_key IN (SELECT resource_key FROM lines)
         GROUP BY instance_key, hour

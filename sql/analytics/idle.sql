@@ -1,5 +1,6 @@
 -- Idle windows starting from {from:DateTime} (per GPU entity, from the start of any window
--- still open at that time, so no window is cut in two) up to {until:DateTime}.
+-- still open at that time, so no window is cut in two) up to {until:DateTime}. {scan_from:DateTime}
+-- is the earliest of those starts (given as a constant so partitions are pruned).
 -- A minute is idle when it has data (>= 30 s covered) and both GPU and memory-controller
 -- utilization are below the pool's thresholds; no-data gaps up to {max_gap_minutes} minutes do
 -- not end a window, longer ones do, and so does any minute with data that is not idle, or a
@@ -12,7 +13,6 @@ WITH
         WHERE end >= {from:DateTime} - INTERVAL {max_gap_minutes:UInt32} MINUTE
         GROUP BY host, gpu_uuid, mig_instance
     ),
-    scan_from AS (SELECT least({from:DateTime}, (SELECT coalesce(min(first_open), {from:DateTime}) FROM starts)) AS t),
     -- the minutes with data (gpu_minute has one row per GPU entity and minute)
     minutes AS
     (
@@ -23,7 +23,7 @@ WITH
             cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,
             pool                                                     AS pool_name
         FROM gpu_minute
-        WHERE minute >= (SELECT t FROM scan_from) AND minute < {until:DateTime} AND covered_s >= 30
+        WHERE minute >= {scan_from:DateTime} AND minute < {until:DateTime} AND covered_s >= 30
     ),
     -- data minutes numbered per entity, so two idle minutes with a busy one between are told apart
     ranked AS
@@ -66,7 +66,7 @@ WITH
         -- what a covered second of each GPU entity cost in each hour
         SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) / nullIf(sum(gpu_hours) * 3600, 0) AS usd_per_s
         FROM gpu_cost_hour
-        WHERE hour >= toStartOfHour((SELECT t FROM scan_from)) AND hour < {until:DateTime}
+        WHERE hour >= toStartOfHour({scan_from:DateTime}) AND hour < {until:DateTime}
         GROUP BY host, gpu_uuid, mig_instance, hour
     ),
     windows AS
@@ -98,5 +98,5 @@ SELECT
     any(w.avg_util_gpu) AS avg_util_gpu, any(w.avg_util_mem) AS avg_util_mem, any(w.cost_usd) AS cost_usd
 FROM gpu_minute AS g
 INNER JOIN windows AS w ON g.host = w.host AND g.gpu_uuid = w.gpu_uuid AND g.mig_instance = w.mig_instance
-WHERE g.minute >= (SELECT t FROM scan_from) AND g.minute < {until:DateTime} AND g.minute >= w.start AND g.minute < w.end
+WHERE g.minute >= {scan_from:DateTime} AND g.minute < {until:DateTime} AND g.minute >= w.start AND g.minute < w.end
 GROUP BY w.host, w.gpu_uuid, w.mig_instance, w.start, w.end
