@@ -2,7 +2,10 @@
 
 Each runs one named query from ``sql/queries/`` with the filters as bound parameters (never as
 SQL text), so the same numbers come out of ``clickhouse-client`` with the same parameters. They
-read views and rollups only. Importable and testable without Dash.
+read views and rollups only: what needs no hourly resolution reads the daily rollup
+``gpu_cost_day`` (ranges are whole UTC days, see dashboard/filters.py, so a day filter selects
+exactly the hours an hour filter would), hourly demand reads ``team_demand_hour``.
+Importable and testable without Dash.
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from dashboard.filters import Filters
 from ingest.sqlfiles import query as sql_text
 
 # What "no data yet" means for each source: the table that is empty before anything is derived.
-SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "idle_windows": "idle windows",
+SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu_cost_day": "daily GPU costs",
+           "team_demand_hour": "hourly team demand", "idle_windows": "idle windows",
            "team_spend_day": "team spend", "compliance_findings": "compliance findings",
            "alert_state": "alert state", "alert_events": "alert history", "alert_silences": "silences"}
 _cache: dict[tuple, tuple[float, object]] = {}
@@ -55,10 +59,22 @@ def bucket_hours(f: Filters) -> int:
     return 1 if f.days <= 2 else 6 if f.days <= 14 else 24
 
 
+# Heatmap query per (rows, daily buckets): a fixed set of file names, never built from input.
+HEATMAPS = {("gpu", False): "util_heatmap_gpu", ("gpu", True): "util_heatmap_gpu_day",
+            ("pool", False): "util_heatmap_pool", ("pool", True): "util_heatmap_pool_day"}
+
+
+def heatmap_query(f: Filters, rows: str = "pool") -> str:
+    """The heatmap's query: buckets of a (UTC) day read gpu_cost_day, shorter ones gpu_cost_hour."""
+    return HEATMAPS[("gpu" if rows == "gpu" else "pool", bucket_hours(f) == 24)]
+
+
 def util_heatmap(store, f: Filters, rows: str = "pool", max_entities: int = 200) -> pd.DataFrame:
-    if rows == "gpu":
-        return run(store, "util_heatmap_gpu", f, bucket_h=bucket_hours(f), max_entities=max_entities)
-    return run(store, "util_heatmap_pool", f, bucket_h=bucket_hours(f))
+    name = heatmap_query(f, rows)
+    extra = {"max_entities": max_entities} if rows == "gpu" else {}
+    if not name.endswith("_day"):
+        extra["bucket_h"] = bucket_hours(f)
+    return run(store, name, f, **extra)
 
 
 def util_distribution(store, f: Filters) -> pd.DataFrame:
@@ -89,8 +105,15 @@ def unallocated(store, f: Filters) -> pd.DataFrame:
     return run(store, "unallocated", f)
 
 
-def placement_demand(store, f: Filters, baseline_q: float) -> pd.DataFrame:
-    return run(store, "placement_demand", f, baseline_q=float(baseline_q))
+def hours(store, f: Filters) -> int:
+    """The number of hours with any GPU data in the range (placement's demand series length)."""
+    return int(run(store, "hours", f)["hours"].iloc[0])
+
+
+def placement_demand(store, f: Filters, baseline_q: float, n_hours: int | None = None) -> pd.DataFrame:
+    """``n_hours`` is hours() of the same filters when the caller has it already."""
+    n_hours = hours(store, f) if n_hours is None else n_hours
+    return run(store, "placement_demand", f, baseline_q=float(baseline_q), hours=int(n_hours))
 
 
 def placement_rates(store, f: Filters) -> pd.DataFrame:
@@ -98,16 +121,17 @@ def placement_rates(store, f: Filters) -> pd.DataFrame:
 
 
 def placement(store, f: Filters, baseline_q: float, saturated_pct: float,
-              rates: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Recommendation rows (sql/queries/placement.sql), biggest savings first. ``rates`` is
-    placement_rates() of the same filters when the caller has it already."""
+              rates: pd.DataFrame | None = None, n_hours: int | None = None) -> pd.DataFrame:
+    """Recommendation rows (sql/queries/placement.sql), biggest savings first. ``rates`` and
+    ``n_hours`` are placement_rates() and hours() of the same filters when the caller has them already."""
     rates = placement_rates(store, f) if rates is None else rates
     per_env = {} if rates.empty else {str(e): float(r) for e, r in
                                       zip(rates["environment"], rates["usd_per_utilized_gpu_hour"]) if r == r and r > 0}
     clouds = sorted((r, e) for e, r in per_env.items() if e != "onprem")
-    hours = int(run(store, "hours", f)["hours"].iloc[0])
+    n_hours = hours(store, f) if n_hours is None else n_hours
     return run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
-               rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=clouds[0][1] if clouds else "", hours=hours)
+               rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=clouds[0][1] if clouds else "",
+               hours=int(n_hours))
 
 
 def runtime_matrix(store, f: Filters) -> pd.DataFrame:

@@ -32,7 +32,7 @@ def render(data):
     f, store = state.filters_from_data(data), state.get().store
     findings = queries.findings(store, f)
     runtime = queries.runtime_matrix(store, f)
-    details = [finding(row) for _, row in findings.head(FINDINGS_SHOWN).iterrows()] if not findings.empty \
+    details = [finding(row) for row in findings.head(FINDINGS_SHOWN).to_dict("records")] if not findings.empty \
         else c.empty("compliance_findings", f, "open findings")
     if len(findings) > FINDINGS_SHOWN:
         details.append(html.P(f"{FINDINGS_SHOWN} of {len(findings)} findings shown, worst first; the CSV has them all.",
@@ -67,7 +67,7 @@ def evidence(text: str):
 
 def matrix(runtime: pd.DataFrame, f) -> html.Div:
     if runtime.empty:
-        return c.empty("gpu_hour", f, "GPU-hours")
+        return c.empty("gpu_cost_day", f, "GPU-hours")
     runtime = runtime.assign(version=runtime["driver_version"] + " / CUDA " + runtime["cuda_version"],
                              row=runtime["environment"] + " · " + runtime["pool"])
     grid = runtime.pivot_table(index="row", columns="version", values="gpus", aggfunc="sum")

@@ -26,7 +26,7 @@ def render(data):
     fleet = queries.fleet(store, f)
     tiles = overview_tiles(f, fleet, queries.idle_summary(store, f), queries.budget(store, f),
                            queries.coverage(store, f), queries.alert_counts(store, f), queries.findings(store, f))
-    return tiles, c.chart(fleet, "gpu_cost_hour", f, figures.fleet_gpus, "GPUs")
+    return tiles, c.chart(fleet, "gpu_cost_day", f, figures.fleet_gpus, "GPUs")
 
 
 def overview_tiles(f, fleet, idle, budget, coverage, alerts, findings) -> list:

@@ -38,15 +38,16 @@ def layout(**query):
           Output(ids.part(PAGE, "recommendations"), "children"), Input(ids.filters(PAGE), "data"))
 def render(data):
     f, st = state.filters_from_data(data), state.get()
-    demand = queries.placement_demand(st.store, f, st.baseline_quantile)
+    n_hours = queries.hours(st.store, f)
+    demand = queries.placement_demand(st.store, f, st.baseline_quantile, n_hours)
     rates = queries.placement_rates(st.store, f)
-    recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, rates)
+    recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, rates, n_hours)
     total = html.P(f"Savings if every positive recommendation is taken: "
                    f"{c.money(recs.loc[recs['savings_usd'] > 0, 'savings_usd'].sum())}", className="total") \
         if not recs.empty else None
-    return (c.chart_table(demand, "gpu_cost_hour", f, figures.placement_demand, DEMAND_COLUMNS, "held GPU-hours"),
-            c.chart_table(rates, "gpu_cost_hour", f, figures.placement_rates, RATE_COLUMNS, "GPU-hours"),
-            [total, c.table(recs, REC_COLUMNS, "gpu_cost_hour", f, "placement recommendations")])
+    return (c.chart_table(demand, "team_demand_hour", f, figures.placement_demand, DEMAND_COLUMNS, "held GPU-hours"),
+            c.chart_table(rates, "gpu_cost_day", f, figures.placement_rates, RATE_COLUMNS, "GPU-hours"),
+            [total, c.table(recs, REC_COLUMNS, "gpu_cost_day", f, "placement recommendations")])
 
 
 def _recommendations(store, f):

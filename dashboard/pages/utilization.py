@@ -33,11 +33,12 @@ def layout(rows: str = "pool", **query):
           Input(ids.filters(PAGE), "data"), Input(ids.UTIL_ROWS, "value"))
 def render_heatmap(data, rows):
     f = state.filters_from_data(data)
+    source = "gpu_cost_day" if queries.heatmap_query(f, rows).endswith("_day") else "gpu_cost_hour"
     if rows == "gpu":
         df = queries.util_heatmap(state.get().store, f, "gpu")
-        return c.chart(df, "gpu_cost_hour", f, figures.util_heatmap_gpus, "GPU-hours")
+        return c.chart(df, source, f, figures.util_heatmap_gpus, "GPU-hours")
     df = queries.util_heatmap(state.get().store, f, "pool")
-    return c.chart(df, "gpu_cost_hour", f, figures.util_heatmap_pools, "GPU-hours")
+    return c.chart(df, source, f, figures.util_heatmap_pools, "GPU-hours")
 
 
 @callback(Output(ids.part(PAGE, "distribution"), "children"), Output(ids.part(PAGE, "mig"), "children"),
@@ -47,11 +48,11 @@ def render(data):
     dist = queries.util_distribution(store, f)
     mig = queries.mig_tree(store, f)
     if not mig.empty:
-        mig = mig.assign(gpu=mig.apply(lambda r: f"{r['host']} {r['gpu_uuid']}" if r["level"] == 0
-                                       else f"└ MIG {r['mig_instance']}", axis=1),
+        mig = mig.assign(gpu=(mig["host"] + " " + mig["gpu_uuid"]).where(mig["level"] == 0,
+                                                                           "└ MIG " + mig["mig_instance"]),
                          row_class=mig["level"].map({0: "parent", 1: "child"}))
-    return (c.chart(dist, "gpu_cost_hour", f, figures.util_distribution, "held GPU-hours"),
-            c.table(mig, MIG_COLUMNS, "gpu_cost_hour", f, "MIG instances", max_rows=200, class_name="tree"))
+    return (c.chart(dist, "gpu_cost_day", f, figures.util_distribution, "held GPU-hours"),
+            c.table(mig, MIG_COLUMNS, "gpu_cost_day", f, "MIG instances", max_rows=200, class_name="tree"))
 
 
 c.register_csv(PAGE, {"heatmap": lambda s, f: queries.util_heatmap(s, f, "pool"),

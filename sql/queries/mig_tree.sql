@@ -1,14 +1,22 @@
 -- Utilization: GPUs split into MIG instances, each instance listed under its GPU (level 0: the
--- GPU, level 1: its instances) with profile, main team, GPU-hours and utilization.
+-- GPU, level 1: its instances) with profile, main team (most GPU-hours), GPU-hours and utilization.
+-- GPU-hours from gpu_cost_day (the range is whole UTC days), profiles from gpu_hour.
 WITH inst AS
 (
-    SELECT host, gpu_uuid, mig_instance, any(pool) AS i_pool, any(environment) AS i_environment, any(model) AS i_model,
-           topKWeighted(1)(team, toUInt64(gpu_hours * 1000))[1] AS i_team,
-           sum(gpu_hours) AS i_gpu_hours, sum(utilized_gpu_hours) AS i_utilized
-    FROM gpu_cost_hour
-    WHERE mig_instance != '' AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
-      AND (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
-      AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
+    -- main team: the one with the most GPU-hours on the instance in the range
+    SELECT host, gpu_uuid, mig_instance, any(t_pool) AS i_pool, any(t_environment) AS i_environment,
+           any(t_model) AS i_model, argMax(team, (t_gpu_hours, team)) AS i_team,
+           sum(t_gpu_hours) AS i_gpu_hours, sum(t_utilized) AS i_utilized
+    FROM
+    (
+        SELECT host, gpu_uuid, mig_instance, team, any(pool) AS t_pool, any(environment) AS t_environment,
+               any(model) AS t_model, sum(gpu_hours) AS t_gpu_hours, sum(utilized_gpu_hours) AS t_utilized
+        FROM gpu_cost_day
+        WHERE mig_instance != '' AND day >= {start_day:Date} AND day < {end_day:Date}
+          AND (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
+          AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
+        GROUP BY host, gpu_uuid, mig_instance, team
+    )
     GROUP BY host, gpu_uuid, mig_instance
 ),
 profiles AS
@@ -17,19 +25,26 @@ profiles AS
     FROM gpu_hour
     WHERE mig_instance != '' AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
     GROUP BY host, gpu_uuid, mig_instance
-)
-SELECT * FROM
+),
+-- each GPU with its instances (sorted as listed), so that inst is computed once for both levels
+gpus AS
 (
-    SELECT 0 AS level, host, gpu_uuid, '' AS mig_instance, '' AS mig_profile, any(i_pool) AS pool,
-           any(i_environment) AS environment, any(i_model) AS model,
-           arrayStringConcat(arraySort(groupUniqArray(i_team)), ', ') AS team,
-           count() AS instances, sum(i_gpu_hours) AS gpu_hours,
-           100 * sum(i_utilized) / nullIf(sum(i_gpu_hours), 0) AS utilization_pct
-    FROM inst GROUP BY host, gpu_uuid
-    UNION ALL
-    SELECT 1, i.host, i.gpu_uuid, i.mig_instance, p.mig_profile, i.i_pool, i.i_environment, i.i_model, i.i_team, 1,
-           i.i_gpu_hours, 100 * i.i_utilized / nullIf(i.i_gpu_hours, 0)
+    SELECT host, gpu_uuid,
+           arraySort(k -> (length(k.1), k.1),
+                     groupArray((i.mig_instance, p.mig_profile, i.i_pool, i.i_environment, i.i_model, i.i_team,
+                                 i.i_gpu_hours, i.i_utilized))) AS kids
     FROM inst AS i LEFT JOIN profiles AS p USING (host, gpu_uuid, mig_instance)
+    GROUP BY host, gpu_uuid
 )
+-- n = 0: the GPU (level 0), n = 1..: its n-th instance (level 1)
+SELECT toUInt8(n > 0) AS level, host, gpu_uuid,
+       if(n = 0, '', kids[n].1) AS mig_instance, if(n = 0, '', kids[n].2) AS mig_profile,
+       kids[greatest(n, 1)].3 AS pool, kids[greatest(n, 1)].4 AS environment, kids[greatest(n, 1)].5 AS model,
+       if(n = 0, arrayStringConcat(arraySort(arrayDistinct(arrayMap(k -> k.6, kids))), ', '), kids[n].6) AS team,
+       toUInt64(if(n = 0, length(kids), 1)) AS instances,
+       if(n = 0, arraySum(arrayMap(k -> k.7, kids)), kids[n].7) AS gpu_hours,
+       100 * if(n = 0, arraySum(arrayMap(k -> k.8, kids)), kids[n].8) / nullIf(gpu_hours, 0) AS utilization_pct
+FROM gpus
+ARRAY JOIN range(toUInt64(length(kids) + 1)) AS n
 ORDER BY host, gpu_uuid, level, length(mig_instance), mig_instance
 LIMIT 2000

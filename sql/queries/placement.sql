@@ -11,7 +11,8 @@
 --
 -- Rates are USD per utilized GPU-hour per environment, passed in as {rate_envs} / {rate_values} (the result of
 -- placement_rates.sql over the same range), and {hours} is the number of hours with data in the
--- range (hours.sql); both are computed once instead of in every branch here.
+-- range (hours.sql); both are computed once instead of in every branch here. Hourly demand comes
+-- from team_demand_hour, the on-prem pools' daily cost from gpu_cost_day.
 WITH
     cloud AS
     (
@@ -23,7 +24,7 @@ WITH
                arraySort(arrayConcat(hourly, arrayWithConstant(greatest({hours:UInt64}, length(hourly)) - length(hourly), 0.))) AS demand,
                demand[toUInt64(floor({baseline_q:Float64} * (length(demand) - 1))) + 1] AS baseline_gpus,
                arraySum(mapValues(env_gpu_hours))                    AS cloud_gpu_hours
-        FROM gpu_cost_hour
+        FROM team_demand_hour
         WHERE held AND team != 'unallocated' AND environment != 'onprem'
           AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
           AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
@@ -31,9 +32,9 @@ WITH
     ),
     pool_days AS
     (
-        SELECT pool, toDate(hour) AS day, sum(cost_usd) AS cost_usd
-        FROM gpu_cost_hour
-        WHERE environment = 'onprem' AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
+        SELECT pool, day, sum(cost_usd) AS cost_usd
+        FROM gpu_cost_day
+        WHERE environment = 'onprem' AND day >= {start_day:Date} AND day < {end_day:Date}
         GROUP BY pool, day
     )
 SELECT kind, team, pool, from_environment, to_environment, days, gpus, gpu_hours, utilized_gpu_hours,

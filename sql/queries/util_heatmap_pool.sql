@@ -1,4 +1,5 @@
 -- Utilization: heatmap of pools × time buckets ({bucket_h} hours), time-weighted utilization %.
+-- Buckets of 24 hours read util_heatmap_pool_day.sql (gpu_cost_day) instead.
 SELECT
     toStartOfInterval(hour, toIntervalHour({bucket_h:UInt32}))         AS t,
     environment,

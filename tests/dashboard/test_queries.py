@@ -27,7 +27,17 @@ def small_fleet(store):
         if h < 12:
             rows.append([hour, "ip-2", "GPU-b0", "aws", "aws-g5", "burst", 1, 1.0, 0.5, 4.0])
     store.client.insert("gpu_cost_hour", rows, column_names=COLUMNS)
+    derive_daily(store, [date(2026, 3, 1), date(2026, 3, 2)])
     return store, Filters(date(2026, 3, 1), date(2026, 3, 3))
+
+
+def derive_daily(store, days) -> None:
+    """gpu_cost_day and team_demand_hour from gpu_cost_hour, as the scheduler writes them."""
+    from ingest.analytics.replace import replace_day
+
+    for day in days:
+        for table, sql_name in (("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand")):
+            replace_day(store, table, day, sql_name, {})
 
 
 def test_placement_moves_the_steady_cloud_baseline_on_prem(small_fleet):
@@ -40,13 +50,15 @@ def test_placement_moves_the_steady_cloud_baseline_on_prem(small_fleet):
     assert demand.loc["burst", "baseline_gpus"] == 0 and demand.loc["burst", "burst_gpu_hours"] == 12
     assert demand.loc["research", "baseline_gpu_hours"] == 4 * 48
     recs = queries.placement(store, f, 0.1, 85.0)
-    assert recs[["kind", "team", "from_environment", "to_environment"]].values.tolist() == \
-        [["move baseline on-prem", "inference", "aws", "onprem"]]
-    rec = recs.iloc[0]
+    # the on-prem pool is held all the time at 80 % busy: saturated, so its burst belongs in the cloud
+    assert sorted(recs[["kind", "team", "from_environment", "to_environment"]].values.tolist()) == \
+        [["burst to cloud", "", "onprem", "aws"], ["move baseline on-prem", "inference", "aws", "onprem"]]
+    rec = recs[recs["kind"] == "move baseline on-prem"].iloc[0]
     assert rec["gpus"] == pytest.approx(2) and rec["gpu_hours"] == pytest.approx(96)
     assert rec["utilized_gpu_hours"] == pytest.approx(48)
     assert rec["savings_usd"] == pytest.approx(48 * (8.0 - 2.0))
-    assert queries.placement(store, Filters(date(2026, 3, 1), date(2026, 3, 3), teams=("research",)), 0.1, 85.0).empty
+    research = queries.placement(store, Filters(date(2026, 3, 1), date(2026, 3, 3), teams=("research",)), 0.1, 85.0)
+    assert research["team"].tolist() == [""]  # only the pool-level row: research has no cloud baseline to move
 
 
 def test_filters_reach_sql_as_values(small_fleet):
