@@ -75,11 +75,10 @@ def config_text(meta: dict) -> str:
 
 
 def reset_store_dir(path: Path) -> None:
-    from gpuledger.errors import StoreLocked
-    from ingest.store import _held_by_another, _locked_message
+    """Start the demo from an empty store (refused while another process holds it)."""
+    from ingest.store import ensure_free
 
-    if _held_by_another(path):
-        raise StoreLocked(_locked_message(path))
+    ensure_free(path)
     shutil.rmtree(path, ignore_errors=True)
 
 

@@ -178,6 +178,12 @@ def _first_line(exc: Exception) -> str:
     return (str(exc).strip().splitlines() or [""])[0][:300]
 
 
+def ensure_free(path: Path) -> None:
+    """Raise StoreLocked, naming the owner, if another process holds the embedded store at ``path``."""
+    if _held_by_another(path):
+        raise StoreLocked(_locked_message(path))
+
+
 def _held_by_another(path: Path) -> bool:
     status = path / "status"
     if not status.exists():
