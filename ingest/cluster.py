@@ -155,7 +155,8 @@ class ClusterSchema:
         if not m:
             raise ClusterSchemaError(f"cannot read the view definition: {_first_line(text)!r}")
         name = _bare(m.group(3))
-        self.views.append(name)
+        if name not in self.views:              # a later migration may redefine a view (OR REPLACE)
+            self.views.append(name)
         create = "CREATE OR REPLACE VIEW" if m.group(1) else "CREATE VIEW IF NOT EXISTS"
         return f"{create} {self.qualified(name)} {self.on()} AS{text[m.end():]}"
 
