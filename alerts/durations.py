@@ -25,15 +25,3 @@ def parse_duration(text: str | int | float) -> float:
     if pos != len(raw) or not raw:
         raise ValueError(f"duration {text!r} is not like 30s, 15m, 4h, 1h30m or 7d")
     return total
-
-
-def format_duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds == 0:
-        return "0s"
-    out = []
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
-        if seconds >= size:
-            out.append(f"{seconds // size}{unit}")
-            seconds %= size
-    return "".join(out)

@@ -1,6 +1,6 @@
 """Every write to the store goes through here.
 
-* ``Writer`` batches records (value types from collector.records, tuples or DataFrames) and
+* ``Writer`` batches records (value types from collector.records, or tuples) and
   inserts them ``batch_rows`` at a time, each batch with an insert deduplication token so a
   retried batch is stored once.
 * ``load_file`` loads a whole file atomically: ClickHouse parses it into a staging copy of the
@@ -57,15 +57,6 @@ class Writer:
         insert_rows(self.store, self.table, self.columns, rows, token=token)
         self.rows_written += len(rows)
         return len(rows)
-
-    def write_frame(self, frame, token: str | None = None) -> int:
-        """Insert a pandas DataFrame whose columns are (a subset of) the table's columns."""
-        if len(frame) == 0:
-            return 0
-        settings = {"insert_deduplication_token": token} if token else None
-        self.store.client.insert_df(self.table, frame, settings=settings)
-        self.rows_written += len(frame)
-        return len(frame)
 
     def __enter__(self):
         return self

@@ -37,10 +37,6 @@ class CostExplorerError(GpuledgerError):
     """Cost Explorer refused or failed a request (credentials, permissions ce:GetCostAndUsage, endpoint)."""
 
 
-def month_start(day: date) -> date:
-    return day.replace(day=1)
-
-
 def next_month(day: date) -> date:
     return (day.replace(day=28) + timedelta(days=4)).replace(day=1)
 

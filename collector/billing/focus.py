@@ -83,6 +83,3 @@ def match_header(header: list[str]) -> HeaderMatch:
     duplicated = sorted({c for c in columns if columns.count(c) > 1})
     return HeaderMatch(columns, extensions, unknown, missing, duplicated)
 
-
-def is_missing(value) -> bool:
-    return value is None or (isinstance(value, str) and value.strip() in MISSING)

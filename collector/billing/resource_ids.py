@@ -13,8 +13,8 @@ anything else                                                           itself, 
 =====================================================================  ==========================
 
 The same rules are written in SQL in ``sql/002_billing_line_items.sql`` (the ``resource_key``
-column and the ``v_billing_instances`` view); ``tests/billing/test_resource_ids.py`` checks the
-two agree.
+column) and in ``sql/analytics/minute.sql`` (the rollups' ``instance_key``); the tests check
+that they agree with this function.
 """
 from __future__ import annotations
 

@@ -30,14 +30,6 @@ class Window:
     days: int
     interval_s: int
 
-    @property
-    def start_dt(self) -> datetime:
-        return datetime.fromtimestamp(self.start, timezone.utc)
-
-    @property
-    def end_dt(self) -> datetime:
-        return datetime.fromtimestamp(self.end, timezone.utc)
-
 
 def resolve_window(days: int, interval_s: int, end: datetime | None) -> Window:
     """Validate arguments; ``end`` defaults to the current hour and is floored to the hour."""

@@ -152,7 +152,7 @@ def first_changed_hour(store, day: date, previous, inputs: tuple[int, int], conf
     return max(start, rows[0][0].replace(tzinfo=timezone.utc) - timedelta(hours=1))
 
 
-def changed_days(store, since: date, until: date, config_fp: int, force: bool, state: dict | None = None) -> list[date]:
+def changed_days(store, since: date, until: date, config_fp: int, force: bool, state: dict) -> list[date]:
     """Days in [since, until] with samples or bills whose inputs differ from what was derived."""
     samples = dict(store.rows(
         "SELECT toDate(partition), sum(rows) FROM system.parts WHERE database = currentDatabase() "
@@ -160,7 +160,6 @@ def changed_days(store, since: date, until: date, config_fp: int, force: bool, s
     bills = dict(store.rows(
         "SELECT toDate(ChargePeriodStart) AS d, sum(cityHash64(line_item_key, toString(EffectiveCost), ResourceId)) "
         "FROM billing_line_items WHERE d >= {a:Date} AND d <= {b:Date} GROUP BY d", {"a": since, "b": until}))
-    state = derived_state(store) if state is None else state
     days = sorted(d for d in set(samples) | set(bills) | set(state) if since <= d <= until)
     return [d for d in days if force or state.get(d) != (int(samples.get(d, 0)), int(bills.get(d, 0)), config_fp)]
 

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from collector.billing.resource_ids import normalize_resource_id
+from ingest.analytics.derive import rollup_day
 from ingest.billing import Input, load_inputs
 
 CASES = [
@@ -27,7 +28,6 @@ def test_python_normalisation(raw, key):
     assert normalize_resource_id(raw) == key
 
 
-# recent: gpu_samples keeps raw samples for a limited time (TTL)
 DAY = (datetime.now(timezone.utc) - timedelta(days=2)).replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
 
 
@@ -54,5 +54,6 @@ def test_view_joins_instances_to_collector_hosts(store, quiet):
         (DAY + timedelta(minutes=5), "gcp-h1", "77", "GPU-d"),
     ]
     store.client.insert("gpu_samples", samples, column_names=["ts", "host", "instance_id", "gpu_uuid"])
+    rollup_day(store, DAY.date(), {"max_gap_s": 300, "default_interval_s": 60})  # the view reads gpu_hour
     rows = store.rows("SELECT host, gpus, toFloat64(effective_cost), currency FROM v_billing_instances ORDER BY host")
     assert rows == [("aws-h1", 2, 4.0, "USD"), ("az-h1", 1, 4.0, "USD"), ("gcp-h1", 1, 4.0, "USD")]
