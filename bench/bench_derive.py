@@ -1,8 +1,10 @@
 """Derivation speed on 256 GPUs × 30 days at 15 s (~44 M samples), in one run:
 
 * the rollup + idle windows (gpu_minute, gpu_hour, idle_windows) next to a straightforward
-  pandas implementation of the same rollup + idle windows (goal: >= 10x faster);
-* the complete derivation (also costs, attribution, spend, daily rollups, compliance; goal < 60 s);
+  pandas implementation of the same rollup + idle windows (bench/pandas_reference.py, which
+  tests/bench checks computes the same tables; goal: >= 10x faster);
+* the complete derivation (also costs, attribution, spend, daily rollups, compliance; goal < 60 s),
+  next to the same pandas reference;
 * the incremental run after one more hour of samples arrives (goal < 2 s).
 """
 from __future__ import annotations
@@ -12,50 +14,10 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pyarrow.parquet as pq
 
+from bench import pandas_reference
 from bench.common import bench_store, report, row
-
-PANDAS_COLUMNS = ["ts", "host", "gpu_uuid", "mig_instance", "util_gpu", "util_mem", "process_count", "power_w"]
-
-
-def pandas_rollup_and_idle(files: list[Path], max_gap_s=300, default_s=60, idle_pct=5.0, min_minutes=15, gap_minutes=2):
-    """The same semantics as sql/analytics/minute.sql + idle.sql, written plainly in pandas."""
-    minutes = []
-    for path in files:
-        df = pq.read_table(path, columns=PANDAS_COLUMNS).to_pandas()
-        df["t"] = df["ts"].astype("int64") / 1e3 if df["ts"].dtype.unit == "ms" else df["ts"].astype("int64") / 1e9
-        df = df.sort_values(["host", "gpu_uuid", "mig_instance", "t"])
-        grp = df.groupby(["host", "gpu_uuid", "mig_instance"], sort=False)["t"]
-        nxt, prv = grp.shift(-1) - df["t"], df["t"] - grp.shift(1)
-        df["hold"] = np.where(nxt <= max_gap_s, nxt, np.where(prv <= max_gap_s, prv, default_s))
-        df["minute"] = (df["t"] // 60).astype("int64")
-        df["held"] = df["process_count"].fillna(0) > 0
-        df["ug"] = df["util_gpu"] * df["hold"]
-        df["um"] = df["util_mem"] * df["hold"]
-        df["energy"] = df["power_w"] * df["hold"]
-        agg = df.groupby(["host", "gpu_uuid", "mig_instance", "minute"], sort=False).agg(
-            covered=("hold", "sum"), ug=("ug", "sum"), um=("um", "sum"), energy=("energy", "sum"), held=("held", "max"))
-        minutes.append(agg.reset_index())
-    m = pd.concat(minutes, ignore_index=True)
-    hours = m.assign(hour=m["minute"] // 60).groupby(["host", "gpu_uuid", "mig_instance", "hour"]).agg(
-        covered=("covered", "sum"), ug=("ug", "sum"), energy=("energy", "sum"))
-    m = m[m["covered"] >= 30].sort_values(["host", "gpu_uuid", "mig_instance", "minute"])
-    m["idle"] = (m["ug"] / m["covered"] < idle_pct) & (m["um"] / m["covered"] < idle_pct)
-    key = m["host"] + "|" + m["gpu_uuid"] + "|" + m["mig_instance"]
-    m["rank"] = m.groupby(key).cumcount()
-    idle = m[m["idle"]].copy()
-    ikey = key[m["idle"]]
-    prev_rank = idle.groupby(ikey)["rank"].shift(1)
-    prev_min = idle.groupby(ikey)["minute"].shift(1)
-    prev_held = idle.groupby(ikey)["held"].shift(1)
-    new = prev_rank.isna() | (idle["rank"] - prev_rank != 1) | (idle["minute"] - prev_min > gap_minutes + 1) | (idle["held"] != prev_held)
-    idle["run"] = new.groupby(ikey).cumsum()
-    windows = idle.groupby([ikey, idle["run"]]).agg(start=("minute", "min"), end=("minute", "max"))
-    windows = windows[(windows["end"] + 1 - windows["start"]) >= min_minutes]
-    return len(hours), len(windows)
 
 
 def rollup_and_idle(store, cfg, since, until) -> float:
@@ -78,14 +40,15 @@ def rollup_and_idle(store, cfg, since, until) -> float:
     return seconds
 
 
-def run(quick: bool = False) -> list[dict]:
+def run(quick: bool = False, size: tuple[int, int] | None = None) -> list[dict]:
+    """``size``: (GPUs, days) instead of the standard 256 × 30 (quick: 32 × 3)."""
     from collector import sim
     from gpuledger import config as configuration
     from gpuledger.demo import config_text
     from ingest.analytics.derive import derive
     from ingest.samples import ingest_samples
 
-    gpus, days = (32, 3) if quick else (256, 30)
+    gpus, days = size or ((32, 3) if quick else (256, 30))
     end = datetime(2026, 11, 1, tzinfo=timezone.utc)
     work = Path(tempfile.mkdtemp(prefix="gpuledger-bench-derive-"))
     fleet = sim.build_fleet(gpus=gpus, seed=11)
@@ -112,14 +75,18 @@ def run(quick: bool = False) -> list[dict]:
     report_inc = derive(store, cfg, since=(end - timedelta(days=days + 1)).date(), until=end.date(), progress=lambda m: None, now=now)
     incremental = time.perf_counter() - started
 
+    settings = pandas_reference.Settings(cfg.analytics.max_gap_s, cfg.analytics.default_interval_s,
+                                         cfg.analytics.idle_max_gap_minutes)
+    thresholds, rates = pandas_reference.inputs(store)
     started = time.perf_counter()
-    pandas_rollup_and_idle(files)
+    pandas_reference.rollup_and_idle(files, settings, thresholds, rates)
     pandas_s = time.perf_counter() - started
     label = f"{gpus} GPUs × {days} d at 15 s ({samples / 1e6:.1f} M samples)"
     return [
         row(f"rollup + idle windows, {label} (ref: pandas)", rollup_idle, "s", pandas_s, ">= 10x pandas",
             higher_is_better=False),
-        row(f"complete derivation, {label}", full, "s", None, "< 60 s", higher_is_better=False),
+        row(f"complete derivation, {label} (ref: pandas rollup + idle)", full, "s", pandas_s, "< 60 s",
+            higher_is_better=False),
         row(f"incremental run after one more hour ({len(report_inc.days)} day recomputed), s", incremental, "s",
             full, "< 2 s", higher_is_better=False),
     ]

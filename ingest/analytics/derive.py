@@ -19,7 +19,7 @@ from datetime import time as dt_time
 
 from ingest.analytics import compliance, configtables
 from ingest.analytics.attribution import rules_expression
-from ingest.analytics.replace import replace_day
+from ingest.analytics.replace import IN_ORDER, replace_day
 from ingest.sqlfiles import query
 
 log = logging.getLogger(__name__)
@@ -184,7 +184,7 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> int:
                                          "AND table = 'idle_windows' AND name != 'computed_at' ORDER BY position")]
         cols = ", ".join(f"`{c[0]}`" for c in columns)
         store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM ({query('analytics/idle')})", parameters=params,
-                      settings={"optimize_aggregation_in_order": 1})
+                      settings=IN_ORDER)
         store.command("DELETE FROM idle_windows WHERE end >= {from:DateTime} - INTERVAL {g:UInt32} MINUTE",
                       parameters={"from": params["from"], "g": params["max_gap_minutes"]})
         store.command(f"INSERT INTO idle_windows ({cols}) SELECT {cols} FROM `{stage}`")

@@ -15,6 +15,11 @@ def partition_id(day: date) -> str:
     return day.strftime("%Y%m%d")
 
 
+# Derived queries read their inputs in the tables' order where they can: a window over a GPU's
+# samples then needs no sort, and an aggregation by a prefix of the sorting key streams.
+IN_ORDER = {"optimize_read_in_window_order": 1, "optimize_aggregation_in_order": 1}
+
+
 def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *, sql_text: str | None = None,
                 keep: tuple[str, datetime] | None = None) -> int:
     """Run ``sql/analytics/<sql_name>.sql`` (a SELECT of the table's columns) for ``day`` into a
@@ -37,7 +42,7 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
             store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM `{table}` WHERE _partition_id = {{p:String}} "
                           f"AND `{column}` < {{since:DateTime}}", parameters={"p": partition_id(day), "since": start})
         store.command(f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM ({select})",
-                      parameters=parameters | {"day": day, "from": start})
+                      parameters=parameters | {"day": day, "from": start}, settings=IN_ORDER)
         rows = int(store.scalar(f"SELECT count() FROM `{stage}`"))
         pid = partition_id(day)
         if rows:

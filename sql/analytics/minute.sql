@@ -4,42 +4,62 @@
 -- {max_gap_s} seconds; the last sample before a longer gap holds for the interval that preceded
 -- it (so "no data" starts where the samples stop), and a lone sample for {default_interval_s}.
 -- Each held interval is split exactly across the minutes it overlaps.
+-- The per-sample work carries only numbers: the GPU entity and the owner travel as hashes, and
+-- their names (and the labels) are joined back onto the much smaller per-minute result.
 WITH
     toDateTime({from:DateTime}, 'UTC') AS d0,
     toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,
     -- labels (pool, model, versions, instance) per GPU entity and hour, attached to each minute
-    -- from the latest hour at or before it: they rarely change, so the per-sample work stays narrow
+    -- from the latest hour at or before it
     labels AS
     (
-        SELECT host, gpu_uuid, mig_instance, toStartOfHour(ts) AS label_hour,
+        SELECT host, gpu_uuid, mig_instance, cityHash64(host, gpu_uuid, mig_instance) AS entity, toStartOfHour(ts) AS label_hour,
             argMax(mig_profile, ts) AS mig_profile, argMax(environment, ts) AS environment, argMax(region, ts) AS region,
             argMax(cluster, ts) AS cluster, argMax(pool, ts) AS pool, argMax(instance_id, ts) AS instance_id,
             argMax(instance_type, ts) AS instance_type, argMax(model, ts) AS model,
-            argMax(driver_version, ts) AS driver_version, argMax(cuda_version, ts) AS cuda_version, argMax(image, ts) AS image
+            argMax(driver_version, ts) AS driver_version, argMax(cuda_version, ts) AS cuda_version, argMax(image, ts) AS image,
+            -- the same normalisation as billing_line_items.resource_key (sql/002), so bills meet GPUs
+            multiIf(startsWith(lower(trimBoth(instance_id)), '/subscriptions/'), trim(TRAILING '/' FROM lower(trimBoth(instance_id))),
+                    match(trimBoth(instance_id), '^arn:[^:]+:ec2:[^:]*:[^:]*:instance/[^/]+$'), extract(trimBoth(instance_id), 'instance/([^/]+)$'),
+                    match(trimBoth(instance_id), '/instances/[^/]+$'), extract(trimBoth(instance_id), '/instances/([^/]+)$'),
+                    trimBoth(instance_id)) AS instance_key
         FROM gpu_samples
         WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1
         GROUP BY host, gpu_uuid, mig_instance, label_hour
     ),
+    -- the owner fields of each owner hash seen
+    owners AS
+    (
+        SELECT owner_hash, any(team) AS team, any(user) AS user, any(job_id) AS job_id, any(k8s_namespace) AS k8s_namespace,
+            any(k8s_pod) AS k8s_pod, any(slurm_account) AS slurm_account
+        FROM
+        (
+            SELECT cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,
+                team, user, job_id, k8s_namespace, k8s_pod, slurm_account
+            FROM gpu_samples
+            WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
+        )
+        GROUP BY owner_hash
+    ),
     rolled AS
     (
-        SELECT
-            toDateTime(toUInt32(m * 60), 'UTC') AS minute, host, gpu_uuid, mig_instance,
+        SELECT entity, toUInt32(m) AS m,
             -- the owner is the one that held the GPU for most of the minute (minute resolution)
-            argMax(sample_owner, overlap) AS owner,
-            toUInt32(countIf(floor(t / 60) = m))                          AS samples,
+            argMax((owner_hash, held), overlap)                           AS owner,
+            toUInt32(countIf(own))                                        AS samples,
             sum(overlap)                                                  AS covered_s,
             sumIf(overlap, util_gpu IS NOT NULL)                          AS util_covered_s,
-            sumIf(overlap * util_gpu, util_gpu IS NOT NULL)               AS util_gpu_s,
+            sum(overlap * coalesce(util_gpu, 0))                          AS util_gpu_s,
             sumIf(overlap, util_mem IS NOT NULL)                          AS util_mem_covered_s,
-            sumIf(overlap * util_mem, util_mem IS NOT NULL)               AS util_mem_s,
+            sum(overlap * coalesce(util_mem, 0))                          AS util_mem_s,
             sumIf(overlap, mem_used_bytes IS NOT NULL)                    AS mem_covered_s,
-            sumIf(overlap * mem_used_bytes, mem_used_bytes IS NOT NULL)   AS mem_used_s,
-            toUInt64(max(coalesce(mem_total_bytes, 0)))                   AS mem_total_bytes,
+            sum(overlap * coalesce(mem_used_bytes, 0))                    AS mem_used_s,
+            max(coalesce(mem_total_bytes, 0))                             AS mem_total_bytes,
             sumIf(overlap, power_w IS NOT NULL)                           AS power_covered_s,
-            sumIf(overlap * power_w, power_w IS NOT NULL)                 AS energy_j,
+            sum(overlap * coalesce(power_w, 0))                           AS energy_j,
             max(temperature_c)                                            AS temperature_max,
-            toUInt32(sumIf(xid_count, floor(t / 60) = m))                 AS xid_count,
-            argMaxIf(xid_last, t, xid_last IS NOT NULL AND floor(t / 60) = m) AS xid_last,
+            toUInt32(sumIf(xid_count, own))                               AS xid_count,
+            argMaxIf(xid_last, t, xid_last IS NOT NULL AND own)           AS xid_last,
             max(ecc_uncorrected_volatile)                                 AS ecc_uncorrected_max,
             max(ecc_corrected_volatile)                                   AS ecc_corrected_max,
             groupBitOr(coalesce(throttle_reasons, 0))                     AS throttle_reasons
@@ -47,7 +67,8 @@ WITH
         (
             SELECT *,
                 toFloat64(arrayJoin(range(toUInt64(floor(a / 60)), toUInt64(ceil(b / 60))))) AS m,
-                least(b, (m + 1) * 60) - greatest(a, m * 60)              AS overlap
+                least(b, (m + 1) * 60) - greatest(a, m * 60)              AS overlap,
+                m = floor(t / 60)                                         AS own
             FROM
             (
                 SELECT *,
@@ -59,14 +80,14 @@ WITH
                             toFloat64({default_interval_s:UInt32}))       AS hold,
                     greatest(t, toFloat64(toUnixTimestamp(d0)))          AS a,
                     least(t + hold, toFloat64(toUnixTimestamp(d1)))      AS b,
-                    tuple(team, user, job_id, k8s_namespace, k8s_pod, slurm_account,
-                          toUInt8(coalesce(process_count, 0) > 0
-                                  OR (process_count IS NULL AND (job_id != '' OR k8s_pod != '' OR user != '')))) AS sample_owner
+                    cityHash64(host, gpu_uuid, mig_instance)              AS entity
                 FROM
                 (
                     SELECT ts, host, gpu_uuid, mig_instance, util_gpu, util_mem, mem_used_bytes, mem_total_bytes, power_w,
                         temperature_c, xid_count, xid_last, ecc_uncorrected_volatile, ecc_corrected_volatile, throttle_reasons,
-                        process_count, team, user, job_id, k8s_namespace, k8s_pod, slurm_account,
+                        cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,
+                        toUInt8(coalesce(process_count, 0) > 0
+                                OR (process_count IS NULL AND (job_id != '' OR k8s_pod != '' OR user != ''))) AS held,
                         lagInFrame(toNullable(ts)) OVER w                 AS prev_ts,
                         leadInFrame(toNullable(ts)) OVER w                AS next_ts
                     FROM gpu_samples
@@ -76,27 +97,22 @@ WITH
             )
             WHERE b > a
         )
-        GROUP BY m, host, gpu_uuid, mig_instance
+        GROUP BY entity, m
     )
 SELECT
-    r.minute AS minute, r.host AS host, r.gpu_uuid AS gpu_uuid, r.mig_instance AS mig_instance,
+    toDateTime(r.m * 60, 'UTC') AS minute, l.host AS host, l.gpu_uuid AS gpu_uuid, l.mig_instance AS mig_instance,
     l.mig_profile AS mig_profile, l.environment AS environment, l.region AS region, l.cluster AS cluster, l.pool AS pool,
     l.instance_id AS instance_id,
-    -- the same normalisation as billing_line_items.resource_key (sql/002), so bills meet GPUs
-    multiIf(startsWith(lower(trimBoth(l.instance_id)), '/subscriptions/'), trim(TRAILING '/' FROM lower(trimBoth(l.instance_id))),
-            match(trimBoth(l.instance_id), '^arn:[^:]+:ec2:[^:]*:[^:]*:instance/[^/]+$'), extract(trimBoth(l.instance_id), 'instance/([^/]+)$'),
-            match(trimBoth(l.instance_id), '/instances/[^/]+$'), extract(trimBoth(l.instance_id), '/instances/([^/]+)$'),
-            trimBoth(l.instance_id)) AS instance_key,
+    l.instance_key AS instance_key,
     l.instance_type AS instance_type, l.model AS model, l.driver_version AS driver_version, l.cuda_version AS cuda_version,
     l.image AS image,
-    tupleElement(r.owner, 1) AS team, tupleElement(r.owner, 2) AS user, tupleElement(r.owner, 3) AS job_id,
-    tupleElement(r.owner, 4) AS k8s_namespace, tupleElement(r.owner, 5) AS k8s_pod,
-    tupleElement(r.owner, 6) AS slurm_account, tupleElement(r.owner, 7) AS held,
+    o.team AS team, o.user AS user, o.job_id AS job_id, o.k8s_namespace AS k8s_namespace, o.k8s_pod AS k8s_pod,
+    o.slurm_account AS slurm_account, tupleElement(r.owner, 2) AS held,
     r.samples AS samples, r.covered_s AS covered_s, r.util_covered_s AS util_covered_s, r.util_gpu_s AS util_gpu_s,
     r.util_mem_covered_s AS util_mem_covered_s, r.util_mem_s AS util_mem_s, r.mem_covered_s AS mem_covered_s,
     r.mem_used_s AS mem_used_s, r.mem_total_bytes AS mem_total_bytes, r.power_covered_s AS power_covered_s,
     r.energy_j AS energy_j, r.temperature_max AS temperature_max, r.xid_count AS xid_count, r.xid_last AS xid_last,
     r.ecc_uncorrected_max AS ecc_uncorrected_max, r.ecc_corrected_max AS ecc_corrected_max, r.throttle_reasons AS throttle_reasons
 FROM rolled AS r
-ASOF LEFT JOIN labels AS l
-    ON l.host = r.host AND l.gpu_uuid = r.gpu_uuid AND l.mig_instance = r.mig_instance AND r.minute >= l.label_hour
+ASOF LEFT JOIN labels AS l ON l.entity = r.entity AND toDateTime(r.m * 60, 'UTC') >= l.label_hour
+LEFT JOIN owners AS o ON o.owner_hash = tupleElement(r.owner, 1)

@@ -1,0 +1,231 @@
+"""The rollup + idle windows written plainly in pandas: the reference the derivation benchmark
+measures the SQL against (bench/bench_derive.py).
+
+It computes what sql/analytics/minute.sql, hour.sql and idle.sql compute — every column of
+gpu_minute and gpu_hour, and the idle windows with owner, labels and cost — from the sample files,
+one UTC day at a time with the neighbouring days' samples that hold into it.
+tests/test_pandas_reference.py checks that both give the same tables, so the benchmark compares
+like with like. Straightforward means whole-column pandas/numpy operations (sort, shift, groupby,
+merge_asof), no per-row Python and no tricks.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+ENTITY = ["host", "gpu_uuid", "mig_instance"]
+LABELS = ["mig_profile", "environment", "region", "cluster", "pool", "instance_id", "instance_type", "model",
+          "driver_version", "cuda_version", "image"]
+OWNER = ["team", "user", "job_id", "k8s_namespace", "k8s_pod", "slurm_account"]
+MEASURES = ["util_gpu", "util_mem", "mem_used_bytes", "mem_total_bytes", "power_w", "temperature_c", "xid_count",
+            "xid_last", "ecc_uncorrected_volatile", "ecc_corrected_volatile", "throttle_reasons", "process_count"]
+STRINGS = ENTITY + LABELS + OWNER
+# (gpu_minute column, sample value it weights by time, its covered-seconds column)
+WEIGHTED = [("util_gpu_s", "util_gpu", "util_covered_s"), ("util_mem_s", "util_mem", "util_mem_covered_s"),
+            ("mem_used_s", "mem_used_bytes", "mem_covered_s"), ("energy_j", "power_w", "power_covered_s")]
+
+
+@dataclass(frozen=True)
+class Settings:
+    max_gap_s: int = 300
+    default_interval_s: int = 60
+    idle_max_gap_minutes: int = 2
+
+
+def read_day(path: Path) -> pa.Table:
+    return pq.read_table(path, columns=["ts"] + STRINGS + MEASURES, read_dictionary=STRINGS)
+
+
+def rollup_and_idle(files: list[Path], settings: Settings, thresholds: pd.DataFrame, rates: pd.DataFrame):
+    """gpu_minute, gpu_hour and idle windows of every day in ``files`` (one file per UTC day, in order).
+
+    ``thresholds``: pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes (config_pools);
+    ``rates``: host, gpu_uuid, mig_instance, hour, usd_per_s (what a covered second cost)."""
+    margin = timedelta(seconds=settings.max_gap_s)
+    minutes, hours, loaded = [], [], {}
+    for i in range(len(files)):
+        # this day's samples and its neighbours' (a sample before midnight holds into the day)
+        for j in range(max(i - 1, 0), min(i + 2, len(files))):
+            if j not in loaded:
+                loaded[j] = read_day(files[j])
+        loaded.pop(i - 2, None)
+        d0 = day_start(loaded[i])
+        d1 = d0 + timedelta(days=1)
+        frame = pa.concat_tables(
+            [t.filter(pc.and_(pc.greater_equal(t["ts"], pa.scalar(d0 - margin, t["ts"].type)),
+                              pc.less(t["ts"], pa.scalar(d1 + margin, t["ts"].type)))) for t in loaded.values()],
+            promote_options="permissive").to_pandas()
+        day_minutes = minute_rollup(frame, d0, d1, settings)
+        minutes.append(day_minutes)
+        hours.append(hour_rollup(day_minutes))
+    all_minutes = pd.concat(minutes, ignore_index=True)
+    return all_minutes, pd.concat(hours, ignore_index=True), idle_windows(all_minutes, settings, thresholds, rates)
+
+
+def day_start(table: pa.Table) -> datetime:
+    first = pc.min(table["ts"]).as_py()
+    return datetime.combine(first.date(), datetime.min.time(), timezone.utc)
+
+
+def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, settings: Settings) -> pd.DataFrame:
+    """gpu_minute of the day [d0, d1) from the samples of [d0 - max_gap, d1 + max_gap)."""
+    df = df.sort_values(ENTITY + ["ts"], ignore_index=True)
+    entity = df.groupby(ENTITY, observed=True, sort=False).ngroup().to_numpy()
+    t = df["ts"].to_numpy("datetime64[ms]").astype(np.int64) / 1000.
+    # a sample holds until the next one of its GPU within max_gap, else for the interval before it,
+    # else for the default interval
+    same_next = np.r_[entity[1:] == entity[:-1], False]
+    same_prev = np.r_[False, entity[1:] == entity[:-1]]
+    step = np.r_[t[1:] - t[:-1], np.inf]
+    gap_next = np.where(same_next, step, np.inf)
+    gap_prev = np.where(same_prev, np.r_[np.inf, step[:-1]], np.inf)
+    hold = np.where(gap_next <= settings.max_gap_s, gap_next,
+                    np.where(gap_prev <= settings.max_gap_s, gap_prev, float(settings.default_interval_s)))
+    a = np.maximum(t, d0.timestamp())
+    b = np.minimum(t + hold, d1.timestamp())
+
+    # one row per sample and minute its held interval overlaps
+    rows = np.flatnonzero(b > a)
+    first, last = np.floor(a[rows] / 60), np.ceil(b[rows] / 60)
+    count = (last - first).astype(np.int64)
+    rep = np.repeat(rows, count)
+    m = np.repeat(first, count) + np.arange(len(rep)) - np.repeat(np.cumsum(count) - count, count)
+    x = df.iloc[rep].reset_index(drop=True)
+    x["entity"] = entity[rep]
+    x["m"] = m.astype(np.int64)
+    x["t"] = t[rep]
+    x["overlap"] = np.minimum(b[rep], (m + 1) * 60) - np.maximum(a[rep], m * 60)
+    x["own"] = m == np.floor(t[rep] / 60)
+    x["held"] = ((x["process_count"].fillna(0) > 0)
+                 | (x["process_count"].isna() & ((x["job_id"] != "") | (x["k8s_pod"] != "") | (x["user"] != "")))
+                 ).astype(np.uint8)
+    for column, value, covered in WEIGHTED:
+        x[covered] = np.where(x[value].notna(), x["overlap"], 0.)
+        x[column] = x[value].fillna(0).astype(np.float64) * x["overlap"]
+    x["mem_total_bytes"] = x["mem_total_bytes"].fillna(0)
+    x["xid_own"] = np.where(x["own"], x["xid_count"], 0)
+    x["throttle"] = x["throttle_reasons"].fillna(0).astype(np.uint64)
+
+    # x is ordered by entity and time, so each GPU-minute is one run of rows
+    groups = x.groupby(["entity", "m"], sort=False)
+    out = groups.agg(
+        samples=("own", "sum"), covered_s=("overlap", "sum"),
+        **{name: (name, "sum") for column, _, covered in WEIGHTED for name in (covered, column)},
+        mem_total_bytes=("mem_total_bytes", "max"), temperature_max=("temperature_c", "max"),
+        xid_count=("xid_own", "sum"), ecc_uncorrected_max=("ecc_uncorrected_volatile", "max"),
+        ecc_corrected_max=("ecc_corrected_volatile", "max")).reset_index()
+    out["throttle_reasons"] = bit_or(groups, x["throttle"])
+    # the owner is the one that held the GPU longest in the minute (the first such sample)
+    owner = x.loc[groups["overlap"].idxmax().to_numpy(), ENTITY + OWNER + ["held"]].reset_index(drop=True)
+    out = pd.concat([out, owner], axis=1)
+    xid = x[x["own"] & x["xid_last"].notna()].groupby(["entity", "m"])["xid_last"].last()
+    out = out.merge(xid.rename("xid_last").reset_index(), on=["entity", "m"], how="left")
+    out["minute"] = pd.to_datetime(out["m"] * 60, unit="s", utc=True).astype("datetime64[ms, UTC]")
+
+    # labels from the latest hour (of samples up to the day's end) at or before each minute
+    before_end = df[t < d1.timestamp()].assign(entity=entity[t < d1.timestamp()], label_hour=lambda f: f["ts"].dt.floor("h"))
+    labels = before_end.drop_duplicates(["entity", "label_hour"], keep="last")[["entity", "label_hour"] + LABELS]
+    out = pd.merge_asof(out.sort_values("minute"), labels.sort_values("label_hour"), left_on="minute",
+                        right_on="label_hour", by="entity")
+    out["instance_key"] = out["instance_id"].astype(str).map(instance_key)
+    return out.drop(columns=["entity", "m", "label_hour"])
+
+
+def instance_key(instance_id: str) -> str:
+    """instance_id normalised like billing's resource_key (sql/002)."""
+    value = instance_id.strip()
+    if value.lower().startswith("/subscriptions/"):
+        return value.lower().rstrip("/")
+    if re.fullmatch(r"arn:[^:]+:ec2:[^:]*:[^:]*:instance/[^/]+", value):
+        return re.search(r"instance/([^/]+)$", value).group(1)
+    if re.search(r"/instances/[^/]+$", value):
+        return re.search(r"/instances/([^/]+)$", value).group(1)
+    return value
+
+
+def hour_rollup(minutes: pd.DataFrame) -> pd.DataFrame:
+    """gpu_hour from gpu_minute: per GPU entity, hour and owner."""
+    m = minutes.sort_values("minute").assign(hour=minutes["minute"].dt.floor("h"))
+    keys = ["hour"] + ENTITY + OWNER + ["held"]
+    sums = ["samples", "covered_s"] + [name for column, _, covered in WEIGHTED for name in (covered, column)] + ["xid_count"]
+    groups = m.groupby(keys, observed=True, sort=False)
+    out = groups.agg(**{c: (c, "sum") for c in sums}, **{c: (c, "last") for c in LABELS + ["instance_key"]},
+                     mem_total_bytes=("mem_total_bytes", "max"), temperature_max=("temperature_max", "max"),
+                     ecc_uncorrected_max=("ecc_uncorrected_max", "max"), ecc_corrected_max=("ecc_corrected_max", "max"),
+                     xid_last=("xid_last", "last"))
+    out["throttle_reasons"] = bit_or(groups, m["throttle_reasons"])
+    return out.reset_index()
+
+
+def bit_or(groups, values: pd.Series) -> np.ndarray:
+    """The bitwise OR of ``values`` per group, in the groups' (first appearance) order."""
+    group = groups.ngroup().to_numpy()
+    order = np.argsort(group, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(group[order]) != 0])
+    return np.bitwise_or.reduceat(values.to_numpy(np.uint64)[order], starts)
+
+
+def idle_windows(minutes: pd.DataFrame, settings: Settings, thresholds: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
+    """Idle windows (sql/analytics/idle.sql) over all of ``minutes``."""
+    m = minutes[minutes["covered_s"] >= 30].merge(thresholds, on="pool", how="left")
+    m = m.sort_values(ENTITY + ["minute"], ignore_index=True)
+    util_gpu = m["util_gpu_s"] / m["util_covered_s"].replace(0, np.nan)
+    util_mem = m["util_mem_s"] / m["util_mem_covered_s"].replace(0, np.nan)
+    m["util_gpu"], m["util_mem"] = util_gpu, util_mem
+    m["idle"] = util_gpu.notna() & (util_gpu < m["idle_util_gpu_pct"]) & (util_mem.fillna(0) < m["idle_util_mem_pct"])
+    owner = pd.util.hash_pandas_object(m[OWNER].astype(str), index=False).to_numpy()
+    m["owner_key"] = np.where(m["held"] == 1, owner, 0)
+    m["held_key"] = m["held"]
+    m["entity"] = m.groupby(ENTITY, observed=True, sort=False).ngroup()
+    m["rank"] = m.groupby("entity").cumcount()
+
+    idle = m[m["idle"]]
+    same = idle["entity"].to_numpy()[1:] == idle["entity"].to_numpy()[:-1]
+    joined = (same & (np.diff(idle["rank"].to_numpy()) == 1)
+              & (np.diff(idle["minute"].to_numpy()).astype("timedelta64[s]").astype(np.int64)
+                 <= (settings.idle_max_gap_minutes + 1) * 60)
+              & (idle["owner_key"].to_numpy()[1:] == idle["owner_key"].to_numpy()[:-1])
+              & (idle["held_key"].to_numpy()[1:] == idle["held_key"].to_numpy()[:-1]))
+    idle = idle.assign(run=np.cumsum(np.r_[True, ~joined]))
+    idle = idle.assign(hour=idle["minute"].dt.floor("h")).merge(rates, on=ENTITY + ["hour"], how="left")
+    idle["weighted_gpu"] = idle["util_gpu"] * idle["covered_s"]
+    idle["weighted_mem"] = idle["util_mem"].fillna(0) * idle["covered_s"]
+    idle["cost"] = idle["covered_s"] * idle["usd_per_s"]
+    w = idle.groupby("run").agg(
+        **{c: (c, "first") for c in ENTITY + ["environment", "region", "pool", "instance_id", "model"] + OWNER},
+        start=("minute", "min"), last=("minute", "max"), held=("held", "first"), min_minutes=("idle_min_minutes", "first"),
+        covered=("covered_s", "sum"), weighted_gpu=("weighted_gpu", "sum"), weighted_mem=("weighted_mem", "sum"),
+        cost_usd=("cost", "sum"))
+    w["end"] = w["last"] + pd.Timedelta(minutes=1)
+    w["duration_s"] = (w["end"] - w["start"]).dt.total_seconds().astype(np.int64)
+    w = w[w["duration_s"] >= w["min_minutes"] * 60].copy()
+    w["kind"] = np.where(w["held"] == 1, "allocated", "unallocated")
+    for column in OWNER:
+        w[column] = np.where(w["held"] == 1, w[column].astype(str), "")
+    w["avg_util_gpu"] = (w["weighted_gpu"] / w["covered"]).astype(np.float32)
+    w["avg_util_mem"] = (w["weighted_mem"] / w["covered"]).astype(np.float32)
+    return w.drop(columns=["last", "held", "min_minutes", "covered", "weighted_gpu", "weighted_mem"]).reset_index(drop=True)
+
+
+
+
+
+
+def inputs(store) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The idle thresholds per pool and the cost per covered second of each GPU entity and hour,
+    as the SQL sees them (config_pools and gpu_cost_hour)."""
+    thresholds = store.client.query_df(
+        "SELECT pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes FROM config_pools")
+    rates = store.client.query_df(
+        "SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) / nullIf(sum(gpu_hours) * 3600, 0) AS usd_per_s "
+        "FROM gpu_cost_hour GROUP BY host, gpu_uuid, mig_instance, hour")
+    rates["hour"] = pd.to_datetime(rates["hour"], utc=True).astype("datetime64[ms, UTC]")
+    return thresholds, rates
