@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -183,7 +183,6 @@ def idle_windows(minutes: pd.DataFrame, settings: Settings, thresholds: pd.DataF
     m["idle"] = util_gpu.notna() & (util_gpu < m["idle_util_gpu_pct"]) & (util_mem.fillna(0) < m["idle_util_mem_pct"])
     owner = pd.util.hash_pandas_object(m[OWNER].astype(str), index=False).to_numpy()
     m["owner_key"] = np.where(m["held"] == 1, owner, 0)
-    m["held_key"] = m["held"]
     m["entity"] = m.groupby(ENTITY, observed=True, sort=False).ngroup()
     m["rank"] = m.groupby("entity").cumcount()
 
@@ -193,7 +192,7 @@ def idle_windows(minutes: pd.DataFrame, settings: Settings, thresholds: pd.DataF
               & (np.diff(idle["minute"].to_numpy()).astype("timedelta64[s]").astype(np.int64)
                  <= (settings.idle_max_gap_minutes + 1) * 60)
               & (idle["owner_key"].to_numpy()[1:] == idle["owner_key"].to_numpy()[:-1])
-              & (idle["held_key"].to_numpy()[1:] == idle["held_key"].to_numpy()[:-1]))
+              & (idle["held"].to_numpy()[1:] == idle["held"].to_numpy()[:-1]))
     idle = idle.assign(run=np.cumsum(np.r_[True, ~joined]))
     idle = idle.assign(hour=idle["minute"].dt.floor("h")).merge(rates, on=ENTITY + ["hour"], how="left")
     idle["weighted_gpu"] = idle["util_gpu"] * idle["covered_s"]
