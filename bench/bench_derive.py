@@ -40,15 +40,14 @@ def rollup_and_idle(store, cfg, since, until) -> float:
     return seconds
 
 
-def run(quick: bool = False, size: tuple[int, int] | None = None) -> list[dict]:
-    """``size``: (GPUs, days) instead of the standard 256 × 30 (quick: 32 × 3)."""
+def run(quick: bool = False) -> list[dict]:
     from collector import sim
     from gpuledger import config as configuration
     from gpuledger.demo import config_text
     from ingest.analytics.derive import derive
     from ingest.samples import ingest_samples
 
-    gpus, days = size or ((32, 3) if quick else (256, 30))
+    gpus, days = (32, 3) if quick else (256, 30)
     end = datetime(2026, 11, 1, tzinfo=timezone.utc)
     work = Path(tempfile.mkdtemp(prefix="gpuledger-bench-derive-"))
     fleet = sim.build_fleet(gpus=gpus, seed=11)
