@@ -38,7 +38,7 @@ def make_focus_csv(path: Path, rows: int) -> None:
         header = next(reader)
         sample = list(reader)
     i_start, i_end = header.index("ChargePeriodStart"), header.index("ChargePeriodEnd")
-    i_res, i_cost = header.index("ResourceId"), header.index("BilledCost")
+    i_res = header.index("ResourceId")
     base = datetime(2024, 9, 1)
     hours = [((base + timedelta(hours=h)).strftime("%Y-%m-%d %H:%M:%S"),
               (base + timedelta(hours=h + 1)).strftime("%Y-%m-%d %H:%M:%S")) for h in range(720)]

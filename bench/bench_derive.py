@@ -74,11 +74,9 @@ def run(quick: bool = False) -> list[dict]:
     report_inc = derive(store, cfg, since=(end - timedelta(days=days + 1)).date(), until=end.date(), progress=lambda m: None, now=now)
     incremental = time.perf_counter() - started
 
-    settings = pandas_reference.Settings(cfg.analytics.max_gap_s, cfg.analytics.default_interval_s,
-                                         cfg.analytics.idle_max_gap_minutes)
     thresholds, rates = pandas_reference.inputs(store)
     started = time.perf_counter()
-    pandas_reference.rollup_and_idle(files, settings, thresholds, rates)
+    pandas_reference.rollup_and_idle(files, cfg.analytics, thresholds, rates)
     pandas_s = time.perf_counter() - started
     label = f"{gpus} GPUs × {days} d at 15 s ({samples / 1e6:.1f} M samples)"
     return [

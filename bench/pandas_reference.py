@@ -11,7 +11,6 @@ merge_asof), no per-row Python and no tricks.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -33,23 +32,17 @@ WEIGHTED = [("util_gpu_s", "util_gpu", "util_covered_s"), ("util_mem_s", "util_m
             ("mem_used_s", "mem_used_bytes", "mem_covered_s"), ("energy_j", "power_w", "power_covered_s")]
 
 
-@dataclass(frozen=True)
-class Settings:
-    max_gap_s: int = 300
-    default_interval_s: int = 60
-    idle_max_gap_minutes: int = 2
-
-
 def read_day(path: Path) -> pa.Table:
     return pq.read_table(path, columns=["ts"] + STRINGS + MEASURES, read_dictionary=STRINGS)
 
 
-def rollup_and_idle(files: list[Path], settings: Settings, thresholds: pd.DataFrame, rates: pd.DataFrame):
+def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rates: pd.DataFrame):
     """gpu_minute, gpu_hour and idle windows of every day in ``files`` (one file per UTC day, in order).
 
+    ``analytics``: the [analytics] config (max_gap_s, default_interval_s, idle_max_gap_minutes);
     ``thresholds``: pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes (config_pools);
     ``rates``: host, gpu_uuid, mig_instance, hour, usd_per_s (what a covered second cost)."""
-    margin = timedelta(seconds=settings.max_gap_s)
+    margin = timedelta(seconds=analytics.max_gap_s)
     minutes, hours, loaded = [], [], {}
     for i in range(len(files)):
         # this day's samples and its neighbours' (a sample before midnight holds into the day)
@@ -63,11 +56,11 @@ def rollup_and_idle(files: list[Path], settings: Settings, thresholds: pd.DataFr
             [t.filter(pc.and_(pc.greater_equal(t["ts"], pa.scalar(d0 - margin, t["ts"].type)),
                               pc.less(t["ts"], pa.scalar(d1 + margin, t["ts"].type)))) for t in loaded.values()],
             promote_options="permissive").to_pandas()
-        day_minutes = minute_rollup(frame, d0, d1, settings)
+        day_minutes = minute_rollup(frame, d0, d1, analytics)
         minutes.append(day_minutes)
         hours.append(hour_rollup(day_minutes))
     all_minutes = pd.concat(minutes, ignore_index=True)
-    return all_minutes, pd.concat(hours, ignore_index=True), idle_windows(all_minutes, settings, thresholds, rates)
+    return all_minutes, pd.concat(hours, ignore_index=True), idle_windows(all_minutes, analytics, thresholds, rates)
 
 
 def day_start(table: pa.Table) -> datetime:
@@ -75,7 +68,7 @@ def day_start(table: pa.Table) -> datetime:
     return datetime.combine(first.date(), datetime.min.time(), timezone.utc)
 
 
-def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, settings: Settings) -> pd.DataFrame:
+def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd.DataFrame:
     """gpu_minute of the day [d0, d1) from the samples of [d0 - max_gap, d1 + max_gap)."""
     df = df.sort_values(ENTITY + ["ts"], ignore_index=True)
     entity = df.groupby(ENTITY, observed=True, sort=False).ngroup().to_numpy()
@@ -87,8 +80,8 @@ def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, settings: Settin
     step = np.r_[t[1:] - t[:-1], np.inf]
     gap_next = np.where(same_next, step, np.inf)
     gap_prev = np.where(same_prev, np.r_[np.inf, step[:-1]], np.inf)
-    hold = np.where(gap_next <= settings.max_gap_s, gap_next,
-                    np.where(gap_prev <= settings.max_gap_s, gap_prev, float(settings.default_interval_s)))
+    hold = np.where(gap_next <= analytics.max_gap_s, gap_next,
+                    np.where(gap_prev <= analytics.max_gap_s, gap_prev, float(analytics.default_interval_s)))
     a = np.maximum(t, d0.timestamp())
     b = np.minimum(t + hold, d1.timestamp())
 
@@ -173,7 +166,7 @@ def bit_or(groups, values: pd.Series) -> np.ndarray:
     return np.bitwise_or.reduceat(values.to_numpy(np.uint64)[order], starts)
 
 
-def idle_windows(minutes: pd.DataFrame, settings: Settings, thresholds: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
+def idle_windows(minutes: pd.DataFrame, analytics, thresholds: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
     """Idle windows (sql/analytics/idle.sql) over all of ``minutes``."""
     m = minutes[minutes["covered_s"] >= 30].merge(thresholds, on="pool", how="left")
     m = m.sort_values(ENTITY + ["minute"], ignore_index=True)
@@ -190,7 +183,7 @@ def idle_windows(minutes: pd.DataFrame, settings: Settings, thresholds: pd.DataF
     same = idle["entity"].to_numpy()[1:] == idle["entity"].to_numpy()[:-1]
     joined = (same & (np.diff(idle["rank"].to_numpy()) == 1)
               & (np.diff(idle["minute"].to_numpy()).astype("timedelta64[s]").astype(np.int64)
-                 <= (settings.idle_max_gap_minutes + 1) * 60)
+                 <= (analytics.idle_max_gap_minutes + 1) * 60)
               & (idle["owner_key"].to_numpy()[1:] == idle["owner_key"].to_numpy()[:-1])
               & (idle["held"].to_numpy()[1:] == idle["held"].to_numpy()[:-1]))
     idle = idle.assign(run=np.cumsum(np.r_[True, ~joined]))

@@ -48,10 +48,8 @@ def derived(store, tmp_path):
     cfg = configuration.load(str(tmp_path / "gpuledger.toml"), env={})
     ingest_samples(store, files, progress=lambda m: None)
     derive(store, cfg, since=date(2026, 10, 29), until=date(2026, 11, 1), progress=lambda m: None, now=END)
-    settings = pandas_reference.Settings(cfg.analytics.max_gap_s, cfg.analytics.default_interval_s,
-                                         cfg.analytics.idle_max_gap_minutes)
     thresholds, rates = pandas_reference.inputs(store)
-    return store, pandas_reference.rollup_and_idle(files, settings, thresholds, rates)
+    return store, pandas_reference.rollup_and_idle(files, cfg.analytics, thresholds, rates)
 
 
 def test_reference_computes_the_same_tables(derived):
