@@ -1,6 +1,7 @@
 # The gpuledger image: `gpuledger up` (platform) and `gpuledger collect` (agent) both run from it.
 #   docker build -t gpuledger:local .
-# The checkout is installed editable (`pip install -e .`) because the SQL in sql/ is read from it.
+# The package is installed (not editable) into a virtualenv, as scripts/demo.sh does on a machine:
+# the SQL in sql/ ships inside it as package data.
 # Configuration comes from a mounted file ($GPULEDGER_CONFIG) and secrets from env files: see
 # docker-compose.yml and docs/deploy.md. Nothing secret is baked into the image.
 FROM python:3.11-slim
@@ -14,16 +15,22 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin gpuledger \
  && mkdir -p /var/lib/gpuledger/spool /etc/gpuledger \
  && chown -R gpuledger:gpuledger /var/lib/gpuledger
 
-WORKDIR /opt/gpuledger
+WORKDIR /opt/gpuledger/src
 COPY pyproject.toml README.md ./
-COPY gpuledger ./gpuledger
+COPY base ./base
 COPY collector ./collector
 COPY ingest ./ingest
 COPY alerts ./alerts
 COPY dashboard ./dashboard
-COPY bench ./bench
+COPY sim ./sim
 COPY sql ./sql
-RUN pip install -e . && gpuledger --help > /dev/null
+COPY gpuledger ./gpuledger
+RUN python3 -m venv /opt/gpuledger/venv \
+ && /opt/gpuledger/venv/bin/pip install . \
+ && rm -rf /opt/gpuledger/src \
+ && /opt/gpuledger/venv/bin/gpuledger --help > /dev/null
+ENV PATH=/opt/gpuledger/venv/bin:$PATH
+WORKDIR /var/lib/gpuledger
 
 USER gpuledger
 ENV HOME=/home/gpuledger

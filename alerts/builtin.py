@@ -8,11 +8,8 @@ The queries read only the analytics views (``v_idle_waste``, ``v_team_utilizatio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ingest.sqlfiles import SQL_DIR
-
-ALERTS_SQL_DIR = SQL_DIR / "alerts"
+from base.sqlfiles import sql
 
 
 @dataclass(frozen=True)
@@ -28,14 +25,12 @@ class BuiltinRule:
     group_by: tuple[str, ...] = ("alertname", "team")
     policy: str = ""                           # compliance rules: the policy whose findings they raise
 
-    @property
-    def path(self) -> Path:
-        return ALERTS_SQL_DIR / ("compliance.sql" if self.policy else f"{self.name}.sql")
-
     def sql(self) -> str:
         """The rule's query; the compliance rules share one, for their own policy (a constant of
         this module, never user input)."""
-        return self.path.read_text().replace("__POLICY__", self.policy)
+        if self.policy:
+            return sql("alerts/compliance", policy=self.policy)
+        return sql(f"alerts/{self.name}")
 
 
 def _compliance(policy: str, severity: str, summary: str) -> BuiltinRule:

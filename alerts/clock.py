@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Callable
 
 Clock = Callable[[], datetime]
 _lock = threading.Lock()

@@ -11,7 +11,7 @@ from typing import Literal
 
 from alerts.builtin import BUILTIN_RULES
 from alerts.durations import parse_duration
-from gpuledger.configschema import Secret
+from base.settings import Secret
 
 Severity = Literal["critical", "warning", "info"]
 SEVERITIES = ("info", "warning", "critical")          # lowest to highest

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 from alerts import outbox
 from alerts.channels import build_channels
@@ -69,7 +69,7 @@ class Engine:
         now = now or self.clock()
         report = RoundReport(now, rules=len(self.rules))
         results, report.errors = evaluate_rules(self.store, self.rules, now)
-        for rule, error in report.errors.items():
+        for error in report.errors.values():
             log.warning("%s", error)
         previous = load_states(self.store)
         by_name = {r.name: r for r in self.rules}

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from alerts.config import SEVERITIES
-from alerts.errors import RuleError
 from alerts.rules import Rule
+from base.errors import RuleError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def run_rule(store, rule: Rule, now: datetime) -> list[Instance]:
     try:
         result = store.client.query(rule.sql, parameters=parameters)
     except Exception as exc:
-        raise RuleError(f"rule {rule.name}: its query failed: {_first_line(exc)}") from None
+        raise RuleError(f"rule {rule.name}: its query failed: {first_line(exc)}") from None
     columns = list(result.column_names)
     if len(result.result_rows) > MAX_INSTANCES:
         raise RuleError(f"rule {rule.name}: its query returned {len(result.result_rows)} rows, more than "
@@ -137,12 +137,6 @@ def _number(value) -> float:
     except (TypeError, ValueError):
         return 0.0
     return number if math.isfinite(number) else 0.0
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip()
-    text = text.split("(version")[0].strip()
-    return (text.splitlines() or [type(exc).__name__])[0][:400]
 
 
 def evaluate_rules(store, rules: list[Rule], now: datetime) -> tuple[dict[str, list[Instance]], dict[str, str]]:

@@ -17,7 +17,7 @@ class InhibitRule:
     equal: tuple[str, ...] = ()
 
     @classmethod
-    def from_config(cls, cfg) -> "InhibitRule":
+    def from_config(cls, cfg) -> InhibitRule:
         return cls(tuple(map(parse_matcher, cfg.source)), tuple(map(parse_matcher, cfg.target)), tuple(cfg.equal))
 
 

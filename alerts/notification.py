@@ -86,7 +86,7 @@ class Notification:
         return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "Notification":
+    def from_json(cls, text: str) -> Notification:
         data = json.loads(text)
         data["alerts"] = tuple(AlertView(**a) for a in data["alerts"])
         return cls(**data)

@@ -15,6 +15,7 @@ from alerts.clock import utc, version
 from alerts.evaluate import sql_time
 from alerts.grouping import LastNotification
 from alerts.notification import Notification
+from base.sqlfiles import sql
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 
@@ -57,7 +58,7 @@ def enqueue(store, notifications: list[Notification], now: datetime) -> list[Out
 def write(store, entries: list[OutboxEntry]) -> None:
     if entries:
         rows = [[*dataclasses.astuple(e), version()] for e in entries]
-        store.client.insert("alert_notifications", rows, column_names=COLUMNS + ["version"])
+        store.insert("alert_notifications", rows, COLUMNS + ["version"])
 
 
 def due(store, now: datetime, channels: list[str] | None = None) -> list[OutboxEntry]:
@@ -73,9 +74,7 @@ def due(store, now: datetime, channels: list[str] | None = None) -> list[OutboxE
 
 
 def last_per_group(store) -> dict[tuple[str, str], LastNotification]:
-    rows = store.rows(
-        "SELECT channel, group_key, argMax(firing, created_at), max(created_at) "
-        "FROM alert_notifications FINAL WHERE kind != 'test' GROUP BY channel, group_key")
+    rows = store.rows(sql("alerts/engine/last_per_group"))
     return {(c, g): LastNotification(frozenset(f), utc(t)) for c, g, f, t in rows}
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from alerts.builtin import BUILTIN_RULES
 from alerts.config import AlertsConfig
 from alerts.durations import parse_duration
-from alerts.errors import RuleError
+from base.errors import RuleError
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,14 @@ that ``/healthz`` shows the alerts part degraded with the reason."""
 from __future__ import annotations
 
 from alerts.engine import Engine
-from alerts.errors import RuleError
+from base.errors import RuleError
 
 
 def install(platform, cfg, **engine_kwargs) -> Engine | None:
     """Register the alerts job on ``platform`` (a gpuledger.platform.Platform); None when disabled."""
     if not cfg.alerts.enabled:
         return None
-    from alerts.commands import engine_for
+    from alerts.actions import engine_for
 
     engine = engine_for(cfg, platform.store, **engine_kwargs)
 

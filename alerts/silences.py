@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from alerts.clock import utc, version
-from alerts.errors import SilenceError
 from alerts.matchers import Matcher, matches_all, parse_matcher
+from base.errors import SilenceError
 
 COLUMNS = ["id", "matchers", "starts_at", "ends_at", "created_by", "comment", "created_at", "updated_by"]
 
@@ -115,4 +115,4 @@ def silenced_by(labels: dict[str, str], silences: list[Silence], now: datetime) 
 def _write(store, s: Silence) -> None:
     row = [s.id, [(m.name, m.op, m.value) for m in s.matchers], s.starts_at, s.ends_at, s.created_by, s.comment,
            s.created_at, s.updated_by, version()]
-    store.client.insert("alert_silences", [row], column_names=COLUMNS + ["version"])
+    store.insert("alert_silences", [row], COLUMNS + ["version"])

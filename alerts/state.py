@@ -122,6 +122,6 @@ def load_states(store) -> dict[str, dict[str, AlertState]]:
 def save(store, changed: list[AlertState], events: list[tuple]) -> None:
     if changed:
         rows = [[*dataclasses.astuple(st), version()] for st in changed]
-        store.client.insert("alert_state", rows, column_names=STATE_COLUMNS + ["version"])
+        store.insert("alert_state", rows, STATE_COLUMNS + ["version"])
     if events:
-        store.client.insert("alert_events", events, column_names=EVENT_COLUMNS)
+        store.insert("alert_events", events, EVENT_COLUMNS)

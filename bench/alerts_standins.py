@@ -1,5 +1,5 @@
 """Stand-ins for the analytics views the built-in alert rules read — the columns the rules use,
-with the names and types of ``sql/006_views.sql`` — so the alerts tests and benchmark control
+with the names and types of ``sql/views/`` — so the alerts tests and benchmark control
 every row.
 
 ``create(store)`` makes them as tables; ``fill_fleet(store, now, gpus, days)`` fills them with a

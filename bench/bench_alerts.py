@@ -27,13 +27,13 @@ def run(quick: bool = False) -> list[dict]:
     from alerts.engine import Engine
     from alerts.evaluate import sql_time
     from alerts.rules import builtin_rules
-    from ingest.sqlfiles import SQL_DIR, split_statements
+    from base.sqlfiles import split_statements, text
 
     gpus, days = (64, 7) if quick else (256, 30)
     now = datetime.now(timezone.utc).replace(microsecond=0)
     store = bench_store("alerts")
     if store.scalar("SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = 'alert_state'") == 0:
-        for statement in split_statements((SQL_DIR / "005_alerts.sql").read_text()):
+        for statement in split_statements(text("migrations/005_alerts")):
             store.command(statement)
     for name in standins.DDL:            # stand-ins replace whatever the migrations made under these names
         store.command(f"DROP VIEW IF EXISTS {name}")
@@ -52,7 +52,7 @@ def run(quick: bool = False) -> list[dict]:
 
     def raw(_):
         for rule in rules:
-            store.client.query(rule.sql, parameters={"now": sql_time(now), **rule.params}).result_rows
+            store.rows(rule.sql, {"now": sql_time(now), **rule.params})
 
     reference = best_of(repeat, raw)
     dry = best_of(repeat, lambda _: engine.evaluate(now, apply=False))

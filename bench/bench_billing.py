@@ -62,8 +62,7 @@ def _reference(dsn: str, path: Path, queue) -> None:
     prepare(store)
     with open(path, newline="") as handle:
         header = next(csv.reader(handle))
-    types = dict(store.rows("SELECT name, type FROM system.columns WHERE database = currentDatabase() "
-                            "AND table = 'billing_line_items'"))
+    types = store.column_types("billing_line_items")
     structure = ", ".join(
         f"`{c}` " + ("String" if c not in COLUMNS or COLUMNS[c] == "json_map" else _nullable(types[c])) for c in header)
     cols = [c for c in header if c in COLUMNS]
@@ -87,7 +86,7 @@ def _nullable(ch_type: str) -> str:
 
 
 def _gpuledger(dsn: str, path: Path, queue) -> None:
-    from ingest.billing import ingest_billing
+    from ingest.billing.load import ingest_billing
     from ingest.schema import prepare
     from ingest.store import connect
 

@@ -6,7 +6,7 @@ against the store in the same run.
 The rollups (gpu_hour, gpu_cost_hour, team_spend_day, idle_windows, compliance_findings, alert
 state) are generated synthetically in SQL (INSERT … SELECT FROM numbers()), not from samples;
 the daily rollups the pages read (gpu_cost_day, team_demand_hour) are then derived from them one
-day at a time with the scheduler's own queries (sql/analytics/cost_day.sql, team_demand.sql).
+day at a time with the scheduler's own queries (sql/rollup/cost_day.sql, team_demand.sql).
 Goal: p95 under 300 ms per page.
 """
 from __future__ import annotations
@@ -79,7 +79,7 @@ GENERATE = [
 ]
 
 
-# The daily rollups, written per day as the scheduler does (ingest/analytics/derive.py cost_day).
+# The daily rollups, written per day as the scheduler does (ingest/rollup/derive.py cost_day).
 DAILY = [("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand")]
 
 
@@ -95,7 +95,7 @@ def generate(store, gpus: int, days: int) -> int:
 
 def derive_daily(store) -> None:
     """gpu_cost_day and team_demand_hour of every day in gpu_cost_hour, from the scheduler's queries."""
-    from ingest.analytics.replace import replace_day
+    from ingest.rollup.replace import replace_day
 
     for (day,) in store.rows("SELECT DISTINCT toDate(hour) AS d FROM gpu_cost_hour ORDER BY d"):
         for table, sql_name in DAILY:

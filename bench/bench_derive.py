@@ -22,8 +22,8 @@ from bench.common import bench_store, report, row
 
 def rollup_and_idle(store, cfg, since, until) -> float:
     """Seconds to recompute gpu_minute, gpu_hour and the idle windows of every day, as derive does."""
-    from ingest.analytics import configtables
-    from ingest.analytics.derive import derive_idle_windows, in_parallel, rollup_day
+    from ingest.rollup import configtables
+    from ingest.rollup.run import derive_idle_windows, in_parallel, rollup_day
 
     days = [d for (d,) in store.rows("SELECT DISTINCT toDate(ts) AS d FROM gpu_samples WHERE d >= {a:Date} AND d <= {b:Date} "
                                      "ORDER BY d", {"a": since, "b": until})]
@@ -41,10 +41,10 @@ def rollup_and_idle(store, cfg, since, until) -> float:
 
 
 def run(quick: bool = False) -> list[dict]:
-    from collector import sim
+    import sim
     from gpuledger import config as configuration
     from gpuledger.demo import config_text
-    from ingest.analytics.derive import derive
+    from ingest.rollup.run import rollup
     from ingest.samples import ingest_samples
 
     gpus, days = (32, 3) if quick else (256, 30)
@@ -65,13 +65,13 @@ def run(quick: bool = False) -> list[dict]:
     now = end + timedelta(hours=1)
     since, until = (end - timedelta(days=days + 1)).date(), end.date()
     started = time.perf_counter()
-    derive(store, cfg, since=since, until=until, progress=lambda m: None, now=now)
+    rollup(store, cfg, since=since, until=until, progress=lambda m: None, now=now)
     full = time.perf_counter() - started
     rollup_idle = rollup_and_idle(store, cfg, since, until)
 
     store.client.insert_df("gpu_samples", last_hour)
     started = time.perf_counter()
-    report_inc = derive(store, cfg, since=(end - timedelta(days=days + 1)).date(), until=end.date(), progress=lambda m: None, now=now)
+    report_inc = rollup(store, cfg, since=(end - timedelta(days=days + 1)).date(), until=end.date(), progress=lambda m: None, now=now)
     incremental = time.perf_counter() - started
 
     thresholds, rates = pandas_reference.inputs(store)

@@ -32,13 +32,13 @@ def build_exposition(nodes: int, template: str | None = None) -> str:
     for block in text.split("# HELP ")[1:]:
         lines = block.rstrip("\n").split("\n")
         out.append("# HELP " + lines[0])
-        out.extend(l for l in lines[1:] if l.startswith("# TYPE"))
-        samples = [l for l in lines[1:] if l and not l.startswith("#")]
+        out.extend(line for line in lines[1:] if line.startswith("# TYPE"))
+        samples = [line for line in lines[1:] if line and not line.startswith("#")]
         for n in range(nodes):
             host = f'Hostname="gpu-node-{n:04d}"'
             for line in samples:
                 line = re.sub(r'Hostname="[^"]*"', host, line)
-                out.append(_UUID.sub(lambda m: f"GPU-{n:04x}{m.group(1)[4:]}", line))
+                out.append(_UUID.sub(lambda m, n=n: f"GPU-{n:04x}{m.group(1)[4:]}", line))
     return "\n".join(out) + "\n"
 
 

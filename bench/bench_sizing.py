@@ -1,5 +1,5 @@
 """Capacity figures for docs/deploy.md: disk per sample row and per 1,000 GPUs a day, measured on
-the demo fleet's data (``collector.sim``, the same generator as ``gpuledger demo``).
+the demo fleet's data (``sim``, the same generator as ``gpuledger demo``).
 
 The simulated fleet's samples are loaded with ``ingest samples`` and derived with the
 scheduler's code, the tables are merged (``OPTIMIZE ... FINAL``, as ClickHouse's background
@@ -27,7 +27,7 @@ def measure(gpus: int, days: int, interval_s: int, seed: int = 7, derive_too: bo
     """Load ``days`` of a ``gpus``-GPU simulated fleet at ``interval_s``; sizes per table."""
     from gpuledger import config as configuration
     from gpuledger.demo import write_simulation
-    from ingest.analytics.derive import derive
+    from ingest.rollup.run import rollup
     from ingest.samples import ingest_samples
 
     end = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -38,7 +38,7 @@ def measure(gpus: int, days: int, interval_s: int, seed: int = 7, derive_too: bo
     ingest_samples(store, files["samples"], progress=lambda m: None)
     if derive_too:
         cfg = configuration.load(str(files["config"]), env={})
-        derive(store, cfg, since=(end - timedelta(days=days)).date(), until=end.date(), progress=lambda m: None,
+        rollup(store, cfg, since=(end - timedelta(days=days)).date(), until=end.date(), progress=lambda m: None,
                now=end)
     out = {}
     for table in TABLES:

@@ -21,11 +21,11 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from bench.common import bench_store, report, row
+from collector.batches import Batch
 from collector.records import GPU_SAMPLE_COLUMNS, GpuSample, as_row
-from ingest.batches import Batch
-from ingest.shipper import Shipper, StoreDestination
-from ingest.spool import Spool
-from ingest.writer import Writer
+from collector.shipper import Shipper
+from collector.spool import Spool
+from ingest.writer import StoreDestination, Writer
 
 T0 = datetime(2026, 3, 2, tzinfo=timezone.utc)
 
@@ -79,7 +79,7 @@ def best(repeat: int, make, name: str, batches) -> float:
     times = []
     for _ in range(repeat):
         store = bench_store(name)
-        times.append(timed(lambda: make(store, batches)))
+        times.append(timed(lambda store=store: make(store, batches)))
         assert store.scalar("SELECT count() FROM gpu_samples") == sum(map(len, batches))
     return min(times)
 

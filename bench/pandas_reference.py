@@ -1,7 +1,7 @@
 """The rollup + idle windows written plainly in pandas: the reference the derivation benchmark
 measures the SQL against (bench/bench_derive.py).
 
-It computes what sql/analytics/minute.sql, hour.sql and idle.sql compute — every column of
+It computes what sql/rollup/minute.sql, hour.sql and idle.sql compute — every column of
 gpu_minute and gpu_hour, and the idle windows with owner, labels and cost — from the sample files,
 one UTC day at a time with the neighbouring days' samples that hold into it.
 tests/test_pandas_reference.py checks that both give the same tables, so the benchmark compares
@@ -133,7 +133,7 @@ def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd
 
 
 def instance_key(instance_id: str) -> str:
-    """instance_id normalised like billing's resource_key (sql/002)."""
+    """instance_id normalised like billing's resource_key (sql/migrations/002)."""
     value = instance_id.strip()
     if value.lower().startswith("/subscriptions/"):
         return value.lower().rstrip("/")
@@ -167,7 +167,7 @@ def bit_or(groups, values: pd.Series) -> np.ndarray:
 
 
 def idle_windows(minutes: pd.DataFrame, analytics, thresholds: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
-    """Idle windows (sql/analytics/idle.sql) over all of ``minutes``."""
+    """Idle windows (sql/rollup/idle.sql) over all of ``minutes``."""
     m = minutes[minutes["covered_s"] >= 30].merge(thresholds, on="pool", how="left")
     m = m.sort_values(ENTITY + ["minute"], ignore_index=True)
     util_gpu = m["util_gpu_s"] / m["util_covered_s"].replace(0, np.nan)
@@ -205,10 +205,6 @@ def idle_windows(minutes: pd.DataFrame, analytics, thresholds: pd.DataFrame, rat
     w["avg_util_gpu"] = (w["weighted_gpu"] / w["covered"]).astype(np.float32)
     w["avg_util_mem"] = (w["weighted_mem"] / w["covered"]).astype(np.float32)
     return w.drop(columns=["last", "held", "min_minutes", "covered", "weighted_gpu", "weighted_mem"]).reset_index(drop=True)
-
-
-
-
 
 
 def inputs(store) -> tuple[pd.DataFrame, pd.DataFrame]:

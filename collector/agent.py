@@ -1,7 +1,8 @@
 """The collector agent's loop: sample every interval, expose ``/metrics``, hand rounds on.
 
-Built by ``gpuledger collect`` (``gpuledger/cli_collect.py``) — and, for local GPUs, by
-``gpuledger up`` — from parts passed in::
+``run_agent(config, destination, load_nvml, stop)`` is ``gpuledger collect``: it samples, serves
+``/metrics`` and, given a destination (``collector.shipper.PushDestination``, or a store's), ships
+every round through the durable spool. ``gpuledger up`` builds the same parts for local GPUs::
 
     sampler, reason = open_sampler(lambda: pynvml, host="node-1", labels={...})
     agent = Agent(sampler, interval_s=10, sink=write_round, unavailable=reason)
@@ -25,6 +26,7 @@ import time
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from collector.config import CollectorConfig
 from collector.exposition import GpuMetricsCollector
 from collector.nvml import NvmlSampler, NvmlUnavailable
 
@@ -120,3 +122,53 @@ def serve_metrics(registry, listen: str, port: int):
     server, _thread = start_http_server(port, addr=listen, registry=registry)
     log.info("serving Prometheus metrics on http://%s:%d/metrics", listen, server.server_port)
     return server
+
+
+def run_agent(c: CollectorConfig, destination, load_nvml, stop: threading.Event,
+                  rounds: int | None = None, ready=None) -> int:
+    """Run the agent until ``stop`` (or ``rounds``); return the rounds done."""
+    from collector.agent import Agent, open_sampler, serve_metrics
+    from collector.batches import batches_from_round
+    from collector.owners import owner_of
+    from collector.shipper import Shipper
+    from collector.spool import Spool
+
+    sampler, reason = open_sampler(load_nvml, host=c.host or None, labels=c.labels, owner_of=owner_of)
+    spool = shipper = None
+    sink = None
+    if destination is not None:
+        spool = Spool(c.spool_dir, max_bytes=int(c.spool_max_mb * 1024 * 1024))
+        shipper = Shipper(spool, destination)
+        host = sampler.host if sampler else ""
+
+        def sink(round_):
+            for batch in batches_from_round(round_, host):
+                spool.append(batch)
+            shipper.wake()
+
+        log.info("shipping samples to %s through the spool in %s", destination, spool.dir)
+    else:
+        log.info("no --push-url and no server store DSN: samples are only exposed on /metrics")
+    agent = Agent(sampler, c.interval_s, sink=sink, unavailable=reason)
+    if spool is not None:
+        agent.add_source(spool.collect)
+        agent.add_source(shipper.collect)
+        shipper.start()
+    server = serve_metrics(agent.registry, c.listen, c.port) if c.port else None
+    try:
+        if ready:
+            ready(agent, server, spool, shipper)
+        if sampler is None:
+            stop.wait() if rounds is None else None
+            return 0
+        return agent.run(stop, rounds)
+    finally:
+        if shipper is not None:
+            shipper.stop(drain_s=5.0)
+            spool.close()
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if sampler is not None:
+            sampler.close()
+        log.info("collector stopped")

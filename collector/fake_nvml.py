@@ -159,7 +159,7 @@ class FakeNvml:
         """Let ``seconds`` pass: fill the sample buffers and integrate energy."""
         step_us = int(self.sample_period_s * 1_000_000)
         end = self._now_us + int(seconds * 1_000_000)
-        for i, gpu in enumerate(self.gpus):
+        for gpu in self.gpus:
             if not gpu.lost:
                 gpu.energy_mj += int(round(gpu.power_w * seconds * 1000))
         t = self._now_us + step_us

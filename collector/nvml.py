@@ -33,9 +33,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from base.errors import GpuLost, NvmlUnavailable, UnknownLabel
 from collector.nvml_events import XidEvent, XidWatcher, handle_key
-from collector.nvml_fields import (Entity, FieldReader, GpuLost, decode, mig_profile_of,
-                                   read_memory, read_physical, read_utilization)
+from collector.nvml_fields import Entity, FieldReader, decode, mig_profile_of, read_memory, read_physical, read_utilization
 from collector.nvml_processes import read_processes
 from collector.records import GpuHealthEvent, GpuProcess, GpuSample
 
@@ -44,12 +44,11 @@ OWNER_COLUMNS = ("team", "user", "job_id", "k8s_namespace", "k8s_pod", "slurm_ac
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-class NvmlUnavailable(RuntimeError):
-    """NVML cannot be used on this machine; the message says what to do."""
+def load_pynvml():
+    """The real NVML binding (nvidia-ml-py); tests pass a ``FakeNvml`` loader instead."""
+    import pynvml
 
-
-class UnknownLabel(ValueError):
-    """A sampler label that is not a gpu_samples column."""
+    return pynvml
 
 
 @dataclass

@@ -15,19 +15,13 @@ import operator
 from collections import Counter
 from dataclasses import dataclass, field
 
+from base.errors import GpuLost
+
 MIB = 1024 * 1024
 
 # nvmlValueType_t -> attribute of c_nvmlValue_t
 _VALUE_ATTR = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal",
                6: "usVal"}
-
-
-class GpuLost(Exception):
-    """NVML says the GPU is lost or in an unknown state; ``code`` is the NVML error code."""
-
-    def __init__(self, code: int):
-        super().__init__(f"NVML error {code}")
-        self.code = code
 
 
 @dataclass(eq=False)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collector.nvml_fields import Entity, FieldReader, GpuLost, column
+from base.errors import GpuLost
+from collector.nvml_fields import Entity, FieldReader, column
 
 _PROC_UTIL = "process_util"
 

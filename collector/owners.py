@@ -30,10 +30,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-
-class OwnerLookupError(RuntimeError):
-    """A resolver could not answer (kubelet unreachable, squeue failing); the owner stays
-    partly unknown and is looked up again next round."""
+from base.errors import OwnerLookupError
 
 
 @dataclass(slots=True)

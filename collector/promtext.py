@@ -15,9 +15,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-
-class PromTextError(ValueError):
-    """A line that is not Prometheus text format; the message names the line."""
+from base.errors import PromTextError
 
 
 class Sample(NamedTuple):

@@ -1,6 +1,6 @@
 """Value types at the collector/store boundary.
 
-Field names are the column names of ``sql/001_gpu_samples.sql`` (and later migrations), so a
+Field names are the column names of ``sql/migrations/001_gpu_samples.sql`` (and later migrations), so a
 batch insert is just the values in field order.
 """
 from __future__ import annotations

@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 from datetime import datetime
 
+from base.errors import PayloadTooLarge, RemoteWriteError
 from collector.dcgm import GPULEDGER
 from collector.promtext import Sample
 from collector.records import GpuSample
@@ -24,14 +25,6 @@ from collector.sample_mapping import MetricMapping, samples_to_records
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 _DOUBLE = struct.Struct("<d")
-
-
-class RemoteWriteError(ValueError):
-    """The body is not a snappy-compressed remote_write 1.0 WriteRequest."""
-
-
-class PayloadTooLarge(RemoteWriteError):
-    """The body would decompress to more than the configured limit."""
 
 
 def decompress(body: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:

@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from base.errors import MappingError
 from collector.records import GpuSample
 
 MIB = 1024 * 1024
@@ -38,10 +39,6 @@ _TYPES = {f.name: f.type for f in dataclasses.fields(GpuSample)}
 INT_COLUMNS = frozenset(c for c, t in _TYPES.items() if t.startswith("int"))
 STR_COLUMNS = frozenset(c for c, t in _TYPES.items() if t == "str")
 NUMERIC_COLUMNS = frozenset(c for c, t in _TYPES.items() if t.startswith(("int", "float")))
-
-
-class MappingError(ValueError):
-    """A mapping names a column that gpu_samples does not have."""
 
 
 @dataclass(frozen=True)

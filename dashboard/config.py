@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gpuledger.configschema import Secret
+from base.settings import Secret
 
 HASH_METHODS = ("scrypt:", "pbkdf2:")
 RANGES = ("1d", "7d", "30d", "90d")

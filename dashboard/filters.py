@@ -9,9 +9,9 @@ so a team called ``x' OR 1=1 --`` is just a team that matches nothing.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Mapping
 from urllib.parse import urlencode
 
 PRESETS = {"1d": 1, "7d": 7, "30d": 30, "90d": 90}
@@ -68,7 +68,7 @@ class Filters:
                 "envs": list(self.envs), "teams": list(self.teams), "notes": list(self.notes)}
 
     @classmethod
-    def from_data(cls, data: dict | None, today: date, default_range: str = "30d") -> "Filters":
+    def from_data(cls, data: dict | None, today: date, default_range: str = "30d") -> Filters:
         if not isinstance(data, dict):
             return parse({}, today, default_range)
         try:

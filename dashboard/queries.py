@@ -14,8 +14,8 @@ from datetime import datetime
 
 import pandas as pd
 
+from base.sqlfiles import sql as sql_text
 from dashboard.filters import Filters
-from ingest.sqlfiles import query as sql_text
 
 # What "no data yet" means for each source: the table that is empty before anything is derived.
 SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu_cost_day": "daily GPU costs",

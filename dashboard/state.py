@@ -3,9 +3,9 @@ silences only), the config and the clock. Kept on the Flask app (``mount`` puts 
 page modules hold no global state and read it inside each request."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable
 
 from flask import current_app
 

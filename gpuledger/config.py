@@ -12,17 +12,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
-from gpuledger.configschema import Secret, build
 from alerts.config import AlertsConfig
+from base.errors import ConfigError
+from base.settings import Secret, build
+from collector.config import CollectorConfig
 from dashboard.config import DashboardConfig
-from ingest.analytics.config import AnalyticsConfig, AttributionRule, ListPrice, PoliciesConfig, PoolConfig, default_rules
-from gpuledger.errors import ConfigError
-from ingest.billing_config import BillingConfig
-from ingest.telemetry_config import CollectorConfig, ReceiverConfig, ScrapeTarget
+from ingest.billing.config import BillingConfig
+from ingest.rollup.config import AnalyticsConfig, AttributionRule, ListPrice, PoliciesConfig, PoolConfig, default_rules
+from ingest.telemetry_config import ReceiverConfig, ScrapeTarget
 
 DEFAULT_DSN = "chdb://~/.local/share/gpuledger/store"
 ENV_PREFIX = "GPULEDGER_"

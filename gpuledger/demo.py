@@ -14,6 +14,8 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from base.settings import data_home
+from base.sqlfiles import sql
 from gpuledger import config as configuration
 
 DEMO_DSN = "chdb://~/.local/share/gpuledger/demo"
@@ -23,12 +25,12 @@ LIVE_ROUNDS = 5
 def write_simulation(out, *, gpus: int, days: int, interval_s: int, seed: int, end: datetime | None = None,
                      progress=print) -> dict:
     """Write samples (Parquet), bills (FOCUS CSV), the fleet, its planted problems and a config."""
-    from collector import sim
+    import sim
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     end = end or datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
-    fleet = sim.build_fleet(gpus=gpus, seed=seed, traces_dir=_traces_dir())
+    fleet = sim.build_fleet(gpus=gpus, seed=seed, traces_dir=sim.TRACES_DIR)
     progress(f"simulating {gpus} GPUs × {days} days at {interval_s} s (seed {seed}) into {out}")
     samples = sim.write_samples(fleet, out / "samples", days=days, interval_s=interval_s, end=end)
     billing = sim.write_billing(fleet, out / "billing", days=days, end=end)
@@ -41,16 +43,10 @@ def write_simulation(out, *, gpus: int, days: int, interval_s: int, seed: int, e
             "planted": planted}
 
 
-def _traces_dir() -> Path | None:
-    """The shared Helios/Philly traces when this runs from a checkout beside them."""
-    candidate = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
-    return candidate if candidate.is_dir() else None
-
-
 def config_text(meta: dict) -> str:
     """A gpuledger config for the simulated fleet: teams, budgets, pools, prices, residency."""
     q = json.dumps
-    lines = ["# Written by `gpuledger demo` from the simulated fleet (collector/sim).", ""]
+    lines = ["# Written by `gpuledger demo` from the simulated fleet (sim/).", ""]
     onprem = meta.get("onprem", {})
     lines += ["[analytics]", f"depreciation_months = {int(onprem.get('depreciation_months', 36))}",
               f"operations_usd_per_gpu_month = {float(onprem.get('ops_usd_per_gpu_month', 120.0))}", ""]
@@ -84,7 +80,7 @@ def reset_store_dir(path: Path) -> None:
 
 def live_rounds(store, fleet, end: datetime, interval_s: int, progress) -> int:
     """Sample one simulated on-prem host through the real NVML collector for a few rounds."""
-    from collector import sim
+    import sim
     from collector.nvml import NvmlSampler
     from collector.records import GPU_SAMPLE_COLUMNS
     from ingest.writer import Writer
@@ -107,49 +103,49 @@ def live_rounds(store, fleet, end: datetime, interval_s: int, progress) -> int:
     return written
 
 
-def run_demo(args, cfg, progress=print) -> int:
-    from gpuledger.cli import open_store
-    from ingest.analytics.derive import derive
-    from ingest.billing import ingest_billing
+def run_demo(dsn: str, *, gpus: int, days: int, interval_s: int, seed: int, keep: bool = False, serve: bool = True,
+             port: int | None = None, auth: bool = True, progress=print) -> int:
+    """Simulate, load, derive and (with ``serve``) run the platform on the store at ``dsn``,
+    configured for the simulated fleet."""
+    from ingest.billing.load import ingest_billing
+    from ingest.rollup.run import rollup
     from ingest.samples import ingest_samples
+    from ingest.schema import open_store
     from ingest.store import parse_dsn
 
     started = time.perf_counter()
-    dsn = args.store or DEMO_DSN
     target = parse_dsn(dsn)
-    if target.embedded and not args.keep:
+    if target.embedded and not keep:
         reset_store_dir(target.path)
-    work = target.path.parent / f"{target.path.name}-input" if target.embedded else Path.home() / ".cache" / "gpuledger-demo"
+    work = target.path.parent / f"{target.path.name}-input" if target.embedded else data_home() / "demo-input"
     shutil.rmtree(work, ignore_errors=True)
-    sim_files = write_simulation(work, gpus=args.gpus, days=args.days, interval_s=args.interval, seed=args.seed,
-                                 progress=progress)
+    sim_files = write_simulation(work, gpus=gpus, days=days, interval_s=interval_s, seed=seed, progress=progress)
     demo_cfg = configuration.load(str(sim_files["config"]), env={})
     demo_cfg.store.dsn = dsn
-    store = open_store(demo_cfg, dsn)
+    store = open_store(dsn, demo_cfg.store.raw_retention_days)
     loaded = ingest_samples(store, sim_files["samples"], progress=progress)
     bills = ingest_billing(store, sim_files["billing"], progress=progress)
-    live_rounds(store, sim_files["fleet"], sim_files["end"], args.interval, progress)
-    report = derive(store, demo_cfg, since=(sim_files["end"] - timedelta(days=args.days + 1)).date(),
+    live_rounds(store, sim_files["fleet"], sim_files["end"], interval_s, progress)
+    report = rollup(store, demo_cfg, since=(sim_files["end"] - timedelta(days=days + 1)).date(),
                     until=(sim_files["end"] + timedelta(days=1)).date(), progress=progress)
     elapsed = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(summary(store, loaded.rows, bills, report, elapsed, peak_mb, work))
-    if args.no_serve:
+    if not serve:
         return 0
     from gpuledger.platform import build_platform
 
-    platform = build_platform(demo_cfg, store, auth=not args.no_auth)
-    platform.serve(demo_cfg.server.host, args.port or demo_cfg.server.port)
+    platform = build_platform(demo_cfg, store, auth=auth)
+    platform.serve(demo_cfg.server.host, port or demo_cfg.server.port)
     return 0
 
 
 def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: float, work: Path) -> str:
-    def one(sql):
-        return store.rows(sql)[0]
+    def one(query):
+        return store.rows(query)[0]
 
     gpus, envs = one("SELECT uniqExact(host, gpu_uuid, mig_instance), groupUniqArray(environment) FROM gpu_samples")
-    spend, coverage = one("SELECT round(sum(cost)), round(100 * sumIf(cost, team != 'unallocated') / sum(cost), 1) "
-                          "FROM team_spend_day WHERE currency = 'USD'")
+    spend, coverage = one(sql("demo/spend_coverage"))
     idle_n, idle_usd = one("SELECT count(), round(sum(cost_usd)) FROM idle_windows")
     findings = store.rows("SELECT policy, count() FROM compliance_findings GROUP BY policy ORDER BY policy")
     over = store.rows("SELECT team FROM v_team_budget WHERE over_budget OR forecast_over_budget ORDER BY team")

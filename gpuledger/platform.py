@@ -99,13 +99,12 @@ def _now() -> str:
 
 def build_platform(config, store, *, auth: bool = True) -> Platform:
     """The platform with every part that runs inside ``gpuledger up``."""
-    from ingest.analytics.derive import derive
-
     from alerts.scheduler import install as install_alerts
-    from ingest.billing_config import pull_sources
+    from ingest.billing.pulls import pull_sources
+    from ingest.rollup.run import rollup
 
     platform = Platform(config, store)
-    platform.add_job("derive", lambda: derive(store, config), seconds=config.analytics.interval_minutes * 60)
+    platform.add_job("rollup", lambda: rollup(store, config), seconds=config.analytics.interval_minutes * 60)
     if config.billing.sources:
         platform.add_job("billing-pull", lambda: pull_sources(store, config.billing, time.time),
                          seconds=config.billing.interval_minutes * 60)

@@ -7,8 +7,8 @@ table's CHECK constraints.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 CONSTRAINT = re.compile(r"CONSTRAINT (\w+) CHECK (.+?)(?=,\s*(?:CONSTRAINT|INDEX|PROJECTION)\b|\)\s*ENGINE)", re.S)
 

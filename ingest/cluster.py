@@ -1,6 +1,6 @@
-"""The cluster variant of the schema, generated from the same ``sql/`` migrations.
+"""The cluster variant of the schema, generated from the same ``sql/`` migrations and views.
 
-``cluster_schema(cluster, database)`` reads every numbered migration (plus the
+``cluster_schema(cluster, database)`` reads every numbered migration and view (plus the
 ``schema_migrations`` table and the read-only role) and rewrites each statement for a
 ClickHouse cluster of shards × replicas:
 
@@ -22,7 +22,7 @@ ClickHouse cluster of shards × replicas:
   (TTL, settings, indexes, partitions) to ``t_local`` only; ``DROP`` to both;
 * roles, profiles and grants get ``ON CLUSTER`` and the chosen database.
 
-A statement this module does not know how to make cluster-wide raises ``ClusterSchemaError``
+A statement this module does not know how to make cluster-wide raises ``SchemaError``
 instead of being passed through or left out. Nothing here talks to ClickHouse.
 """
 from __future__ import annotations
@@ -31,7 +31,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ingest.sqlfiles import SQL_DIR, migration_files, split_statements
+from base.errors import SchemaError
+from base.sqlfiles import SQL_DIR, migration_files, split_statements, view_files
 
 MERGE_TREE_ENGINES = {
     "MergeTree", "ReplacingMergeTree", "SummingMergeTree", "AggregatingMergeTree", "CollapsingMergeTree",
@@ -45,10 +46,6 @@ SHARDING_OVERRIDES = {"billing_line_items": "cityHash64(ProviderName, BillingAcc
 COLUMN_ALTERS = ("ADD COLUMN", "DROP COLUMN", "MODIFY COLUMN", "RENAME COLUMN", "COMMENT COLUMN", "CLEAR COLUMN")
 _IDENT = r"`[^`]+`|[A-Za-z_][A-Za-z0-9_]*"
 _NAME = rf"(?:(?:{_IDENT})\.)?(?:{_IDENT})"
-
-
-class ClusterSchemaError(ValueError):
-    """A statement that cannot be made cluster-wide automatically; the message says which."""
 
 
 @dataclass
@@ -71,7 +68,7 @@ class ClusterSchema:
     def __post_init__(self):
         for what, value in (("cluster", self.cluster), ("database", self.database)):
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value or ""):
-                raise ClusterSchemaError(f"{what} name {value!r} must be letters, digits and _ (not starting with a digit)")
+                raise SchemaError(f"{what} name {value!r} must be letters, digits and _ (not starting with a digit)")
 
     # ---- names ---------------------------------------------------------------------
     def on(self) -> str:
@@ -104,7 +101,7 @@ class ClusterSchema:
             return [self._access(text)]
         if head.startswith("GRANT") or head.startswith("REVOKE"):
             return [self._grant(text)]
-        raise ClusterSchemaError(
+        raise SchemaError(
             f"don't know how to make this statement cluster-wide: {_first_line(text)!r}. Write migrations as "
             "CREATE TABLE / VIEW / MATERIALIZED VIEW, ALTER TABLE or DROP, or extend ingest/cluster.py")
 
@@ -113,12 +110,12 @@ class ClusterSchema:
         name = _bare(m.group(3))
         rest = text[m.end():]
         if not rest.startswith("("):
-            raise ClusterSchemaError(f"table {name}: expected a column list after the name (CREATE TABLE ... AS is not supported)")
+            raise SchemaError(f"table {name}: expected a column list after the name (CREATE TABLE ... AS is not supported)")
         close = _matching(rest, 0)
         columns, tail = rest[:close + 1], rest[close + 1:].strip()
         em = re.match(r"ENGINE\s*=\s*(\w+)\s*", tail, re.I)
         if not em:
-            raise ClusterSchemaError(f"table {name}: no ENGINE clause")
+            raise SchemaError(f"table {name}: no ENGINE clause")
         engine, after = em.group(1), tail[em.end():]
         args = ""
         if after.startswith("("):
@@ -153,7 +150,7 @@ class ClusterSchema:
     def _create_view(self, text: str) -> str:
         m = re.match(rf"CREATE\s+(OR\s+REPLACE\s+)?VIEW\s+(IF\s+NOT\s+EXISTS\s+)?({_NAME})\s+AS\b", text, re.I | re.S)
         if not m:
-            raise ClusterSchemaError(f"cannot read the view definition: {_first_line(text)!r}")
+            raise SchemaError(f"cannot read the view definition: {_first_line(text)!r}")
         name = _bare(m.group(3))
         if name not in self.views:              # a later migration may redefine a view (OR REPLACE)
             self.views.append(name)
@@ -165,20 +162,20 @@ class ClusterSchema:
         name, rest = _bare(m.group(2)), text[m.end():]
         split = re.search(r"\bAS\s+(SELECT|WITH)\b", rest, re.I)
         if not split:
-            raise ClusterSchemaError(f"materialized view {name}: expected AS SELECT")
+            raise SchemaError(f"materialized view {name}: expected AS SELECT")
         head, select = rest[:split.start()].strip(), self._sources_to_local(rest[split.start() + 2:].strip())
         to = re.match(rf"TO\s+({_NAME})\s*(.*)$", head, re.I | re.S)
         if to:
             target = _bare(to.group(1))
             if target not in self.tables:
-                raise ClusterSchemaError(f"materialized view {name} writes to {target}, which is not a sharded table "
+                raise SchemaError(f"materialized view {name} writes to {target}, which is not a sharded table "
                                          "created earlier in the migrations")
             self.views.append(name)
             return [f"CREATE MATERIALIZED VIEW IF NOT EXISTS {self.qualified(name)} {self.on()} TO {self.local(target)}"
                     f"{' ' + to.group(2) if to.group(2) else ''}\nAS {select}"]
         em = re.match(r"ENGINE\s*=\s*(\w+)\s*", head, re.I)
         if not em or em.group(1) not in MERGE_TREE_ENGINES:
-            raise ClusterSchemaError(f"materialized view {name}: use TO <table> or a MergeTree-family ENGINE")
+            raise SchemaError(f"materialized view {name}: use TO <table> or a MergeTree-family ENGINE")
         engine, after = em.group(1), head[em.end():]
         args = ""
         if after.startswith("("):
@@ -214,7 +211,7 @@ class ClusterSchema:
         if all(kinds):
             return [local, f"ALTER TABLE {self.qualified(name)} {self.on()} {ops}"]
         if any(kinds):
-            raise ClusterSchemaError(f"ALTER TABLE {name} mixes column changes with other changes; split it in two "
+            raise SchemaError(f"ALTER TABLE {name} mixes column changes with other changes; split it in two "
                                      "statements (columns go to both the local and the Distributed table)")
         return [local]
 
@@ -255,8 +252,9 @@ def cluster_schema(cluster: str, database: str = "gpuledger", sql_dir: Path = SQ
     schema = ClusterSchema(cluster, database)
     out = [("database", [f"CREATE DATABASE IF NOT EXISTS {database} {schema.on()}"]),
            ("ingest/migrations.py (schema_migrations)", schema.rewrite(MIGRATIONS_TABLE))]
-    for _version, _name, path in migration_files(sql_dir):
-        out.append((path.name, [s for stmt in split_statements(path.read_text()) for s in schema.rewrite(stmt)]))
+    for _version, _name, path in migration_files(sql_dir / "migrations"):
+        out.append((f"migrations/{path.name}", [s for stmt in split_statements(path.read_text()) for s in schema.rewrite(stmt)]))
+    out.append(("views/", [s for _name, stmt in view_files(sql_dir / "views") for s in schema.rewrite(stmt)]))
     roles = sql_dir / "roles" / "readonly.sql"
     if include_roles and roles.exists():
         out.append(("roles/readonly.sql", [s for stmt in split_statements(roles.read_text()) for s in schema.rewrite(stmt)]))
@@ -269,8 +267,9 @@ def single_node_schema(database: str = "gpuledger", sql_dir: Path = SQL_DIR) -> 
 
     out = [("database", [f"CREATE DATABASE IF NOT EXISTS {database}"]),
            ("ingest/migrations.py (schema_migrations)", [MIGRATIONS_TABLE.strip()])]
-    for _version, _name, path in migration_files(sql_dir):
-        out.append((path.name, split_statements(path.read_text())))
+    for _version, _name, path in migration_files(sql_dir / "migrations"):
+        out.append((f"migrations/{path.name}", split_statements(path.read_text())))
+    out.append(("views/", [stmt for _name, stmt in view_files(sql_dir / "views")]))
     return out
 
 
@@ -342,7 +341,7 @@ def _matching(text: str, start: int) -> int:
             if depth == 0:
                 return i
         i += 1
-    raise ClusterSchemaError(f"unbalanced parentheses in {_first_line(text)!r}")
+    raise SchemaError(f"unbalanced parentheses in {_first_line(text)!r}")
 
 
 def _top_level_split(text: str) -> list[str]:

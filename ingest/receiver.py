@@ -11,7 +11,7 @@ Series are mapped onto ``gpu_samples`` like a scrape of our agent or dcgm-export
 (``collector.dcgm.GPULEDGER``); series without a GPU ``UUID`` label, NaN values (including
 Prometheus' staleness markers) and GPUs without a ``Hostname`` label are skipped.
 
-``POST /api/v1/ingest/batch`` — a batch (``ingest.batches``; JSON, optionally
+``POST /api/v1/ingest/batch`` — a batch (``collector.batches``; JSON, optionally
 ``Content-Encoding: gzip``) from ``gpuledger collect --push-url``; stored under its id as
 insert deduplication token, so an agent re-sending a batch after a crash stores it once.
 
@@ -32,26 +32,18 @@ from datetime import datetime, timezone
 
 from flask import jsonify, request
 
+from base.errors import BatchError, BatchRejected, Refused, first_line
+from collector.batches import BATCH_PATH, Batch
 from collector.dcgm import GPULEDGER
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
 from collector.remote_write import PayloadTooLarge, RemoteWriteError, decode
 from collector.sample_mapping import samples_to_records
-from ingest.batches import Batch, BatchError, BatchRejected, first_line, insert_batch, is_data_error
 from ingest.telemetry_config import ReceiverConfig
-from ingest.writer import insert_rows
+from ingest.writer import insert_batch, insert_rows, is_data_error
 
 log = logging.getLogger(__name__)
 
 WRITE_PATH = "/api/v1/write"
-BATCH_PATH = "/api/v1/ingest/batch"
-
-
-class Refused(Exception):
-    """An HTTP error answer: ``status`` and a message for the sender."""
-
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
 
 
 class Receiver:

@@ -3,7 +3,7 @@ Prometheus text exposition files (``.prom``, ``.txt``: a saved ``curl node:9400/
 agent or of dcgm-exporter, mapped like a scrape by ``collector.dcgm.GPULEDGER``; samples
 without their own timestamp take the file's modification time).
 
-Columns are those of ``gpu_samples`` (see ``sql/001_gpu_samples.sql`` and the README):
+Columns are those of ``gpu_samples`` (see ``sql/migrations/001_gpu_samples.sql`` and the README):
 ``ts``, ``host`` and ``gpu_uuid`` are required, the others default when absent (NULL for
 telemetry, '' for labels), and an unknown column is refused by name. Each file loads
 all-or-nothing; a file already loaded (same content) is skipped, so re-running a backfill
@@ -15,16 +15,15 @@ import csv
 import glob
 import gzip
 import hashlib
-import io
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from base.errors import InputError, first_line
 from collector.records import GPU_SAMPLE_COLUMNS
-from gpuledger.errors import InputError
 from ingest import badrows
-from ingest.writer import column_types, file_format, load_file
+from ingest.writer import file_format, load_file
 
 log = logging.getLogger(__name__)
 
@@ -112,14 +111,14 @@ def already_loaded(store, kind: str, digest: str) -> str | None:
 
 
 def record_loaded(store, kind: str, path: Path, digest: str, rows: int) -> None:
-    store.client.insert("ingested_files", [[kind, str(path), digest, rows]], column_names=["kind", "path", "sha256", "rows"])
+    store.insert("ingested_files", [[kind, str(path), digest, rows]], ["kind", "path", "sha256", "rows"])
 
 
 def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str], None] = log.info,
                    force: bool = False) -> LoadReport:
     """Load sample files into gpu_samples; see the module docstring for the rules."""
     files = expand(paths)
-    types = column_types(store, TABLE)
+    types = store.column_types(TABLE)
     report = LoadReport()
     for number, path in enumerate(files, 1):
         promtext = path.name.lower().endswith(PROM_SUFFIXES)
@@ -152,8 +151,7 @@ def load_one(store, path: Path, fmt: str, columns: list[str], types: dict[str, s
         if found:
             row, column, reason = found
             raise InputError(f"{reason}; nothing from this file was stored", path=str(path), row=row, column=column) from None
-        message = str(exc).split("\n")[0][:400]
-        raise InputError(f"ClickHouse refused the file ({message}); nothing from this file was stored", path=str(path)) from None
+        raise InputError(f"ClickHouse refused the file ({first_line(exc)}); nothing from this file was stored", path=str(path)) from None
 
 
 def load_promtext(store, path: Path) -> int:
@@ -163,7 +161,7 @@ def load_promtext(store, path: Path) -> int:
     from collector.dcgm import records_from_text
     from collector.promtext import PromTextError
     from collector.records import as_row
-    from ingest.writer import attach_all, insert_rows
+    from ingest.writer import insert_rows
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -181,18 +179,13 @@ def load_promtext(store, path: Path) -> int:
     if nameless is not None:
         raise InputError(f"GPU {nameless.gpu_uuid} has no Hostname label, so its host is unknown; "
                          "nothing from this file was stored", path=str(path))
-    stage = f"_stage_{TABLE}_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-    store.command(f"CREATE TABLE IF NOT EXISTS `{stage}` AS `{TABLE}`")
-    try:
+    with store.staging(TABLE) as stage:
         try:
-            insert_rows(store, stage, GPU_SAMPLE_COLUMNS, [as_row(r) for r in records])
+            insert_rows(store, stage.name, GPU_SAMPLE_COLUMNS, [as_row(r) for r in records])
         except Exception as exc:
             if "DB::Exception" not in str(exc) and not hasattr(exc, "code"):
                 raise
-            message = str(exc).split("\n")[0][:400]
-            raise InputError(f"ClickHouse refused the samples ({message}); nothing from this file was stored",
+            raise InputError(f"ClickHouse refused the samples ({first_line(exc)}); nothing from this file was stored",
                              path=str(path)) from None
-        attach_all(store, stage, TABLE)
+        stage.attach_to()
         return len(records)
-    finally:
-        store.command(f"DROP TABLE IF EXISTS `{stage}`")

@@ -1,17 +1,30 @@
-"""Bringing a store to this code's schema: migrations plus settings that come from config."""
+"""Bringing a store to this code's schema: migrations, views, and settings that come from config."""
 from __future__ import annotations
 
 import logging
 import re
 
-from ingest.migrations import migrate
+from ingest.migrations import apply_views, migrate
+from ingest.store import Store, connect
 
 log = logging.getLogger(__name__)
 
 
+def open_store(dsn: str, raw_retention_days: int | None = None) -> Store:
+    """Connect to the store at ``dsn`` and bring its schema up to date: the one way every
+    command, the platform and an agent writing to a server open a store."""
+    store = connect(dsn)
+    applied = prepare(store, raw_retention_days)
+    if applied:
+        log.info("applied migrations to %s: %s", store.target, ", ".join(applied))
+    return store
+
+
 def prepare(store, raw_retention_days: int | None = None) -> list[str]:
-    """Apply pending migrations and the configured raw-data retention; return what was applied."""
+    """Apply pending migrations, the views and the configured raw-data retention; return the
+    migrations applied."""
     applied = migrate(store)
+    apply_views(store)
     if raw_retention_days:
         set_retention(store, raw_retention_days)
     return applied

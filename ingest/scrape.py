@@ -27,20 +27,17 @@ import urllib.request
 from datetime import datetime, timezone
 from urllib.parse import urlparse
 
+from base.errors import ScrapeError, first_line
+from collector.batches import batches_from_round
 from collector.dcgm import DCGM, GPULEDGER, records_from_text
 from collector.promtext import PromTextError
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
 from collector.sample_mapping import MetricMapping, mapping_from_config
-from ingest.batches import batches_from_round, first_line, insert_batch
-from ingest.writer import insert_rows
+from ingest.writer import insert_batch, insert_rows
 
 log = logging.getLogger(__name__)
 
 ACCEPT = "text/plain;version=0.0.4;q=0.9,*/*;q=0.1"
-
-
-class ScrapeError(Exception):
-    """A target could not be scraped or parsed; the message names it and the cause."""
 
 
 def mapping_for(target) -> MetricMapping:

@@ -8,26 +8,38 @@ Two modes, same SQL:
 * ``http(s)://user:password@host:port/database``: a ClickHouse server or cluster.
 
 A ``?database=NAME`` query parameter picks the database in either mode (default ``gpuledger``).
+
+Every write goes through a ``Store``: ``insert`` for rows, and ``staging`` for whole-partition
+work: a private empty copy of a table is filled, then its partitions are attached to the table,
+replace the table's, or the two tables are exchanged, each step atomic per partition.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import sys
 import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 import clickhouse_connect
 
-from gpuledger.errors import StoreError, StoreLocked, StoreUnreachable
+from base.errors import StoreError, StoreLocked, StoreUnreachable, first_line
+from base.settings import expand_home
+from base.sqlfiles import sql
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DATABASE = "gpuledger"
 OWNER_FILE = "gpuledger.owner"
+STAGE_PREFIX = "_stage_"
+_PARTITION_ID = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ def parse_dsn(dsn: str) -> StoreTarget:
         raw = unquote(parsed.netloc + parsed.path)
         if not raw:
             raise StoreError(f"store DSN {dsn!r} names no directory: use chdb:///absolute/dir or chdb://~/dir")
-        path = Path(os.path.expanduser(raw)).absolute()
+        path = expand_home(raw).absolute()
         return StoreTarget("chdb", database or DEFAULT_DATABASE, path=path)
     if parsed.scheme in ("http", "https"):
         if not parsed.hostname:
@@ -117,12 +129,60 @@ class Store:
     def command(self, sql: str, parameters: dict | None = None, settings: dict | None = None):
         return self.client.command(sql, parameters=parameters or None, settings=settings or None)
 
-    def clone(self) -> "Store":
+    def insert(self, table: str, rows, columns: Sequence[str] | None = None, *, token: str | None = None,
+               settings: dict | None = None) -> int:
+        """Insert ``rows`` (sequences in ``columns`` order, or a DataFrame) into ``table``; return
+        how many. ``token`` deduplicates: the same token inserted again is stored once."""
+        settings = {**(settings or {}), **({"insert_deduplication_token": token} if token else {})}
+        if columns is None:
+            self.client.insert_df(table, rows, settings=settings)
+        else:
+            self.client.insert(table, rows, column_names=list(columns), settings=settings)
+        return len(rows)
+
+    def columns(self, table: str, *, defaulted: bool = True) -> list[str]:
+        """The insertable columns of ``table`` (not MATERIALIZED or ALIAS), in order; without
+        ``defaulted``, only those without a DEFAULT (the ones a query must yield)."""
+        return list(self.column_types(table, defaulted=defaulted))
+
+    def column_types(self, table: str, *, defaulted: bool = True) -> dict[str, str]:
+        """name -> ClickHouse type of the insertable columns of ``table``, in order."""
+        kinds = ["", "DEFAULT"] if defaulted else [""]
+        return dict(self.rows(sql("store/columns"), {"t": table, "kinds": kinds}))
+
+    def partitions(self, table: str) -> list[str]:
+        """Ids of the partitions ``table`` holds rows in."""
+        ids = [r[0] for r in self.rows(sql("store/partitions"), {"t": table})]
+        for pid in ids:
+            if not _PARTITION_ID.fullmatch(pid):
+                raise StoreError(f"unexpected partition id {pid!r} in table {table}")
+        return ids
+
+    @contextmanager
+    def staging(self, like: str, *, engine: str = "") -> Iterator[Stage]:
+        """A private, empty copy of table ``like`` (optionally with another ``engine`` clause),
+        dropped when the block ends whatever happens."""
+        stage = Stage(self, like, f"{STAGE_PREFIX}{like}_{uuid.uuid4().hex[:12]}")
+        self.command(f"CREATE TABLE `{stage.name}` AS `{like}` {engine}".rstrip())
+        try:
+            yield stage
+        finally:
+            self.command(f"DROP TABLE IF EXISTS `{stage.name}`")
+
+    def drop_stale_stages(self, older_than_s: int = 86_400) -> list[str]:
+        """Drop staging tables left behind by killed processes (older than ``older_than_s``)."""
+        names = [r[0] for r in self.rows(sql("store/stale_stages"), {"prefix": STAGE_PREFIX, "older_than_s": older_than_s})]
+        for name in names:
+            log.info("dropping staging table %s left behind by an earlier run", name)
+            self.command(f"DROP TABLE IF EXISTS `{name}`")
+        return names
+
+    def clone(self) -> Store:
         """Another handle on the same store, for work in another thread."""
         client = _chdb_client(self.target) if self.target.embedded else _http_client(self.target)
         return Store(self.target, client)
 
-    def read_only(self) -> "Store":
+    def read_only(self) -> Store:
         """A second handle on the same store that refuses writes (for user-typed SQL)."""
         if self.target.embedded:
             client = _chdb_client(self.target)
@@ -133,6 +193,52 @@ class Store:
 
     def close(self) -> None:
         self.client.close()
+
+
+class Stage:
+    """A staging table (see ``Store.staging``): fill it, then move what it holds into a table."""
+
+    def __init__(self, store: Store, like: str, name: str):
+        self.store, self.like, self.name = store, like, name
+
+    def fill(self, select: str, parameters: dict | None = None, settings: dict | None = None,
+             columns: Sequence[str] | None = None) -> None:
+        """``INSERT INTO`` the stage the rows of ``select``, which yields ``columns`` (default: every
+        column of the table without a DEFAULT, by name; the others take their default)."""
+        cols = ", ".join(f"`{c}`" for c in (columns or self.store.columns(self.like, defaulted=False)))
+        self.store.command(f"INSERT INTO `{self.name}` ({cols}) SELECT {cols} FROM ({select})",
+                           parameters=parameters, settings=settings)
+
+    def fill_bytes(self, data: bytes, columns: Sequence[str], fmt: str, settings: dict | None = None) -> None:
+        """Insert ``data``, rows in ClickHouse format ``fmt`` with ``columns``, into the stage."""
+        self.store.client.raw_insert(self.name, list(columns), insert_block=data, fmt=fmt, settings=settings or {})
+
+    def count(self) -> int:
+        return int(self.store.scalar(f"SELECT count() FROM `{self.name}`"))
+
+    def attach_to(self, table: str | None = None) -> list[str]:
+        """Add every partition of the stage to ``table`` (default: the table it copies); return their ids."""
+        ids = self.store.partitions(self.name)
+        for pid in ids:
+            self.store.command(f"ALTER TABLE `{table or self.like}` ATTACH PARTITION ID '{pid}' FROM `{self.name}`")
+        return ids
+
+    def replace_in(self, table: str | None = None, partition_ids: Sequence[str] = ()) -> list[str]:
+        """Make each partition of ``table`` that the stage holds, and each of ``partition_ids``, exactly
+        what the stage holds for it (a partition the stage has no rows for is dropped); return the ids."""
+        table = table or self.like
+        held = self.store.partitions(self.name)
+        for pid in held:
+            self.store.command(f"ALTER TABLE `{table}` REPLACE PARTITION ID '{pid}' FROM `{self.name}`")
+        for pid in sorted(set(partition_ids) - set(held)):
+            if not _PARTITION_ID.fullmatch(pid):
+                raise StoreError(f"unexpected partition id {pid!r} for table {table}")
+            self.store.command(f"ALTER TABLE `{table}` DROP PARTITION ID '{pid}'")
+        return sorted(set(held) | set(partition_ids))
+
+    def exchange(self) -> None:
+        """Swap the stage and the table it copies, atomically; the old rows go when the stage is dropped."""
+        self.store.command(f"EXCHANGE TABLES `{self.name}` AND `{self.like}`")
 
 
 def connect(dsn: str, *, create_database: bool = True) -> Store:
@@ -169,13 +275,9 @@ def _http_client(target: StoreTarget, use_database: bool = True, settings: dict 
         )
     except Exception as exc:
         raise StoreUnreachable(
-            f"ClickHouse server at {target} does not answer ({type(exc).__name__}: {_first_line(exc)}). "
+            f"ClickHouse server at {target} does not answer ({type(exc).__name__}: {first_line(exc)}). "
             "Check that it runs and that host, port, user and password in the store DSN are right."
         ) from exc
-
-
-def _first_line(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [""])[0][:300]
 
 
 def ensure_free(path: Path) -> None:

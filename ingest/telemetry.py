@@ -6,15 +6,11 @@
 """
 from __future__ import annotations
 
+from collector.config import CollectorConfig
+from collector.nvml import load_pynvml
 from ingest.receiver import register_receiver
 from ingest.scrape import register_local_sampling, register_scrapes
-from ingest.telemetry_config import CollectorConfig, ReceiverConfig
-
-
-def load_pynvml():
-    import pynvml
-
-    return pynvml
+from ingest.telemetry_config import ReceiverConfig
 
 
 def register_telemetry(platform, store, config, load_nvml=load_pynvml) -> dict:

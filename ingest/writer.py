@@ -1,10 +1,14 @@
-"""Every write to the store goes through here.
+"""Telemetry into the store: every path into gpu_samples (and the agent's other tables) ends here.
 
-* ``Writer`` batches records (value types from collector.records, or tuples) and
-  inserts them ``batch_rows`` at a time, each batch with an insert deduplication token so a
-  retried batch is stored once.
+* ``Writer`` batches records (value types from collector.records, or tuples) and inserts them
+  ``batch_rows`` at a time, each batch with an insert deduplication token so a retried batch is
+  stored once (local sampling, the demo, scrapes and remote_write use it through ``insert_rows``).
+* ``insert_batch`` stores an agent's batch under its own id as token (the receiver, and
+  ``StoreDestination`` for an agent writing straight to a ClickHouse server).
 * ``load_file`` loads a whole file atomically: ClickHouse parses it into a staging copy of the
   table, then its partitions are attached to the table. A bad file stores nothing.
+
+The rows themselves go through ``Store.insert`` and ``Store.staging`` (ingest.store).
 """
 from __future__ import annotations
 
@@ -14,10 +18,11 @@ import hashlib
 import logging
 import pickle
 import re
-import uuid
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from base.errors import BatchRejected, Unavailable, first_line
+from collector.batches import Batch
 from collector.records import as_row
 
 log = logging.getLogger(__name__)
@@ -67,8 +72,57 @@ class Writer:
 
 
 def insert_rows(store, table: str, columns: Sequence[str], rows: Sequence[Sequence], token: str | None = None) -> None:
-    token = token or batch_token(table, rows)
-    store.client.insert(table, rows, column_names=list(columns), settings={"insert_deduplication_token": token})
+    store.insert(table, rows, columns, token=token or batch_token(table, rows))
+
+
+# ClickHouse error codes meaning "this data will never be accepted" (retrying cannot help)
+_DATA_ERRORS = frozenset({6, 16, 26, 27, 38, 41, 43, 47, 53, 69, 70, 72, 117, 321, 469})
+_CODE = re.compile(r"Code: (\d+)")
+
+
+def insert_batch(store, batch: Batch) -> int:
+    """Insert the batch with its id as deduplication token; BatchRejected for refused data."""
+    try:
+        return store.insert(batch.table, batch.rows, batch.columns, token=batch.id)
+    except Exception as exc:
+        if is_data_error(exc):
+            raise BatchRejected(f"the store refused batch {batch.id} for {batch.table}: "
+                                f"{first_line(exc)}") from exc
+        raise
+
+
+def is_data_error(exc: Exception) -> bool:
+    """True when ClickHouse refused the data itself (not a connection or load problem)."""
+    if isinstance(exc, (TypeError, ValueError)) and not isinstance(exc, OSError):
+        return "Code:" not in str(exc) or _code(exc) in _DATA_ERRORS
+    return _code(exc) in _DATA_ERRORS
+
+
+def _code(exc: Exception) -> int | None:
+    m = _CODE.search(str(exc))
+    return int(m.group(1)) if m else None
+
+
+class StoreDestination:
+    """An agent's destination (``collector.shipper``) that inserts batches straight into a store,
+    opened (and re-opened after failures) by ``connect()``."""
+
+    def __init__(self, connect, name: str = "store"):
+        self._connect, self._store, self.name = connect, None, name
+
+    def send(self, batch: Batch) -> None:
+        try:
+            if self._store is None:
+                self._store = self._connect()
+            insert_batch(self._store, batch)
+        except BatchRejected:
+            raise
+        except Exception as exc:
+            self._store = None
+            raise Unavailable(f"{self.name}: {type(exc).__name__}: {first_line(exc)}") from exc
+
+    def __str__(self) -> str:
+        return self.name
 
 
 def batch_token(table: str, rows: Sequence[Sequence]) -> str:
@@ -85,14 +139,6 @@ def file_format(path: Path) -> str:
     return FILE_FORMATS[suffixes[-1]]
 
 
-def column_types(store, table: str) -> dict[str, str]:
-    rows = store.rows(
-        "SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {t:String} ORDER BY position",
-        {"t": table},
-    )
-    return dict(rows)
-
-
 def structure(types: dict[str, str], columns: Sequence[str]) -> str:
     return ", ".join(f"`{c}` {types[c]}" for c in columns)
 
@@ -102,34 +148,16 @@ def load_file(store, table: str, path: Path, columns: Sequence[str], fmt: str, s
 
     Embedded stores read the file in-process (ClickHouse's own reader); servers are sent its bytes.
     """
-    types = column_types(store, table)
-    stage = f"_stage_{table}_{uuid.uuid4().hex[:12]}"
-    store.command(f"CREATE TABLE `{stage}` AS `{table}`")
-    try:
-        all_settings = {**READ_SETTINGS, **(settings or {})}
-        cols = ", ".join(f"`{c}`" for c in columns)
+    types = store.column_types(table)
+    all_settings = {**READ_SETTINGS, **(settings or {})}
+    with store.staging(table) as stage:
         if store.target.embedded:
-            store.command(
-                f"INSERT INTO `{stage}` ({cols}) SELECT {cols} FROM file({{path:String}}, {{fmt:String}}, {{structure:String}})",
-                parameters={"path": str(path.resolve()), "fmt": fmt, "structure": structure(types, columns)},
-                settings=all_settings,
-            )
+            stage.fill("SELECT * FROM file({path:String}, {fmt:String}, {structure:String})",
+                       parameters={"path": str(path.resolve()), "fmt": fmt, "structure": structure(types, columns)},
+                       settings=all_settings, columns=columns)
         else:
             data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-            store.client.raw_insert(stage, list(columns), insert_block=data, fmt=fmt, settings=all_settings)
-        rows = store.scalar(f"SELECT count() FROM `{stage}`")
-        attach_all(store, stage, table)
-        return int(rows)
-    finally:
-        store.command(f"DROP TABLE IF EXISTS `{stage}`")
-
-
-def attach_all(store, stage: str, table: str) -> None:
-    partitions = store.rows(
-        "SELECT DISTINCT partition_id FROM system.parts WHERE database = currentDatabase() AND table = {t:String} AND active",
-        {"t": stage},
-    )
-    for (partition,) in partitions:
-        if not re.fullmatch(r"[A-Za-z0-9_-]+", partition):
-            raise ValueError(f"unexpected partition id {partition!r} in {stage}")
-        store.command(f"ALTER TABLE `{table}` ATTACH PARTITION ID '{partition}' FROM `{stage}`")
+            stage.fill_bytes(data, columns, fmt, all_settings)
+        rows = stage.count()
+        stage.attach_to()
+        return rows

@@ -1,21 +1,18 @@
 #!/usr/bin/env bash
-# Run gpuledger's test suite on a fresh Debian machine with python3: installs what the tests
-# need (Debian's Prometheus, Alertmanager, Chromium + ChromeDriver; the Python package with
-# its test extras), then runs pytest. Extra arguments go to pytest.
+# Run gpuledger's test suite on a fresh Debian/Ubuntu machine with its python3, or anywhere with
+# a python3 >= 3.11: installs what the tests need (Debian's Prometheus, Alertmanager, Chromium +
+# ChromeDriver; python3-venv if needed; the package with its test extras in the project
+# virtualenv .venv/, see scripts/venv.sh), runs `ruff check .` when ruff is in .venv, then
+# pytest. Extra arguments go to pytest. PYTHON=/path/to/python3 picks the interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/venv.sh
 
-packages=(prometheus prometheus-alertmanager chromium chromium-driver)
-missing=()
-for pkg in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-    echo "installing Debian packages: ${missing[*]}"
-    SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+gl_python
+gl_debian_packages prometheus prometheus-alertmanager chromium chromium-driver
+gl_venv test
+if [ -x .venv/bin/ruff ]; then
+    gl_say "ruff check ."
+    .venv/bin/python -m ruff check .
 fi
-
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
-exec python3 -m pytest "$@"
+exec .venv/bin/python -m pytest "$@"

@@ -55,8 +55,8 @@ def demo(store_dir, tmp_path_factory):
 
     from gpuledger import config as configuration
     from gpuledger.demo import live_rounds, write_simulation
-    from ingest.analytics.derive import derive
-    from ingest.billing import ingest_billing
+    from ingest.billing.load import ingest_billing
+    from ingest.rollup.run import rollup
     from ingest.samples import ingest_samples
     from ingest.schema import prepare
     from ingest.store import connect
@@ -69,5 +69,5 @@ def demo(store_dir, tmp_path_factory):
     ingest_samples(store, files["samples"], progress=lambda m: None)
     ingest_billing(store, files["billing"], progress=lambda m: None)
     live_rounds(store, files["fleet"], files["end"], 60, progress=lambda m: None)
-    derive(store, cfg, progress=lambda m: None, now=files["end"])
+    rollup(store, cfg, progress=lambda m: None, now=files["end"])
     yield SimpleNamespace(store=store, cfg=cfg, planted=files["planted"], end=files["end"], files=files)

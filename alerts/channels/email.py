@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import html
 import smtplib
-import socket
 import ssl
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
-from alerts.errors import DeliveryError
 from alerts.notification import Notification
+from base.errors import DeliveryError
 
 DEFAULT_PORTS = {"starttls": 587, "ssl": 465, "none": 25}
 COLORS = {"critical": "#c0392b", "warning": "#d68910", "info": "#2471a3"}
@@ -96,7 +95,7 @@ class EmailChannel:
             text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
             raise DeliveryError(f"{where} answered {exc.smtp_code} {text[:200]}",
                                 retryable=exc.smtp_code < 500) from None
-        except (smtplib.SMTPException, ssl.SSLError, socket.timeout, OSError) as exc:
+        except (TimeoutError, smtplib.SMTPException, ssl.SSLError, OSError) as exc:
             raise DeliveryError(f"{where}: {type(exc).__name__}: {str(exc)[:200]}") from None
         if refused:
             raise DeliveryError(f"{where} refused some recipients: {', '.join(refused)}", retryable=False)

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Callable
 from urllib.parse import urlsplit
 
-from alerts.errors import DeliveryError, RateLimited
+from base.errors import DeliveryError, RateLimited
 
 USER_AGENT = "gpuledger-alerts/0.1"
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable
 
 from alerts.clock import Clock
 from alerts.config import DeliveryConfig
 from alerts.durations import parse_duration
-from alerts.errors import DeliveryError
 from alerts.outbox import DELIVERED, FAILED, OutboxEntry, due, write
+from base.errors import DeliveryError
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ class Deliverer:
     def _attempt(self, entry, now: datetime, ok: bool, status: int, error: str, after, started: float) -> None:
         row = [now, entry.key, entry.channel, entry.attempts, ok, status, error, float(after or 0.0),
                (time.perf_counter() - started) * 1000]
-        self.store.client.insert("alert_delivery_attempts", [row], column_names=ATTEMPT_COLUMNS)
+        self.store.insert("alert_delivery_attempts", [row], ATTEMPT_COLUMNS)
 
 
 def attempts(store, key: str | None = None) -> list[dict]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from base.errors import InputError
 from collector.billing import aws_cur, azure, gcp, tables
 from collector.billing.focus import COLUMNS, HeaderMatch
-from gpuledger.errors import InputError
 
 SOURCE_KIND = {"focus": "focus", "aws-cur": "aws-cur", "azure": "azure-export", "azure-actual": "azure-actual",
                "azure-amortized": "azure-amortized", "gcp": "gcp-export"}

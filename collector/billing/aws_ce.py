@@ -27,14 +27,10 @@ from datetime import date, timedelta
 
 import pandas as pd
 
+from base.errors import CostExplorerError
 from collector.billing.common import focus_frame
-from gpuledger.errors import GpuledgerError
 
 METRICS = ("UnblendedCost", "AmortizedCost", "UsageQuantity")
-
-
-class CostExplorerError(GpuledgerError):
-    """Cost Explorer refused or failed a request (credentials, permissions ce:GetCostAndUsage, endpoint)."""
 
 
 def next_month(day: date) -> date:

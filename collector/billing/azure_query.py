@@ -36,16 +36,12 @@ from datetime import date
 
 import pandas as pd
 
+from base.errors import AzureQueryError
 from collector.billing import azure
-from gpuledger.errors import GpuledgerError
 
 API_VERSION = "2023-11-01"
 GROUPING = ("ResourceId", "ServiceName", "SubscriptionId", "ResourceLocation", "ChargeType", "PricingModel")
 Transport = Callable[[str, str, dict, bytes | None], tuple[int, dict, bytes]]
-
-
-class AzureQueryError(GpuledgerError):
-    """The Azure Cost Management Query API refused or failed a request."""
 
 
 def urllib_transport(method: str, url: str, headers: dict, body: bytes | None) -> tuple[int, dict, bytes]:

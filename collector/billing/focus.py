@@ -1,7 +1,7 @@
 """The FOCUS columns gpuledger stores (FinOps Open Cost and Usage Specification 1.0 to 1.2).
 
 ``COLUMNS`` maps each FOCUS column to the kind of value it holds; the ClickHouse table
-``billing_line_items`` (``sql/002_billing_line_items.sql``) has exactly these columns, and the
+``billing_line_items`` (``sql/migrations/002_billing_line_items.sql``) has exactly these columns, and the
 loader parses each kind the same way whatever the source. ``match_header`` decides, for the
 header of one input, which column is which FOCUS column (names compared without regard to
 case: ``SkuPriceid`` is ``SkuPriceId``), which are provider extensions kept in

@@ -12,8 +12,8 @@ ResourceId as billed                                                    normalis
 anything else                                                           itself, trimmed
 =====================================================================  ==========================
 
-The same rules are written in SQL in ``sql/002_billing_line_items.sql`` (the ``resource_key``
-column) and in ``sql/analytics/minute.sql`` (the rollups' ``instance_key``); the tests check
+The same rules are written in SQL in ``sql/migrations/002_billing_line_items.sql`` (the ``resource_key``
+column) and in ``sql/rollup/minute.sql`` (the rollups' ``instance_key``); the tests check
 that they agree with this function.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 from urllib.parse import urlparse
 
-from gpuledger.errors import InputError
+from base.errors import InputError
 
 
 def client(endpoint_url: str | None = None, region: str | None = None):

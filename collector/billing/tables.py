@@ -11,7 +11,7 @@ import json
 import zlib
 from pathlib import Path
 
-from gpuledger.errors import InputError
+from base.errors import InputError
 
 
 def read_csv(path: Path, label: str | None = None):

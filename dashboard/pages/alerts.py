@@ -5,8 +5,8 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, callback, ctx, dcc, html
 
-from alerts.errors import SilenceError
 from alerts.silences import create_silence, expire_silence
+from base.errors import SilenceError
 from dashboard import components as c
 from dashboard import ids, queries, state
 from dashboard.auth import current_user

@@ -19,8 +19,8 @@ import pytest
 from alerts.config import AlertsConfig, ChannelConfig, DeliveryConfig
 from alerts.engine import Engine
 from alerts.rules import Rule
-from gpuledger.configschema import Secret
-from ingest.sqlfiles import SQL_DIR, split_statements
+from base.settings import Secret
+from base.sqlfiles import split_statements, text
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
@@ -57,7 +57,7 @@ def clock() -> FakeClock:
 
 
 def apply_alerts_schema(store) -> None:
-    for statement in split_statements((SQL_DIR / "005_alerts.sql").read_text()):
+    for statement in split_statements(text("migrations/005_alerts")):
         store.command(statement)
 
 

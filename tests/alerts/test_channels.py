@@ -7,16 +7,16 @@ import urllib.request
 
 import pytest
 
+from alerts.actions import test_notification as make_test_notification
 from alerts.channels.alertmanager import AlertmanagerChannel
 from alerts.channels.email import EmailChannel
 from alerts.channels.http import Response, retry_after
 from alerts.channels.slack import SlackChannel
 from alerts.channels.webhook import WebhookChannel
-from alerts.commands import test_notification as make_test_notification
 from alerts.config import ChannelConfig
-from alerts.errors import DeliveryError, RateLimited
 from alerts.notification import AlertView, Notification
-from gpuledger.configschema import Secret
+from base.errors import DeliveryError, RateLimited
+from base.settings import Secret
 
 from .conftest import make_engine, slack_channel, src_rule
 

@@ -2,24 +2,27 @@
 import argparse
 import json
 from types import SimpleNamespace
+from unittest.mock import patch
 
 import pytest
 
-from alerts.commands import add_commands
 from alerts.config import AlertsConfig, DeliveryConfig
-from alerts.errors import ChannelError, SilenceError
+from base.errors import ChannelError, SilenceError
+from gpuledger.cli import alerts as alerts_cli
 
 from .conftest import slack_channel, webhook_channel
 from .test_builtin_pack import planted  # noqa: F401  (fixture)
 
 
 def run(argv, store, alerts_cfg=None):
+    """The command as `gpuledger alerts ...` runs it, on ``store`` (the test's database)."""
     top = argparse.ArgumentParser(prog="gpuledger")
     top.add_argument("--store")
-    add_commands(top.add_subparsers(dest="command", required=True), lambda cfg, dsn: store)
+    alerts_cli.add_commands(top.add_subparsers(dest="command", required=True))
     args = top.parse_args(argv)
     cfg = SimpleNamespace(alerts=alerts_cfg or AlertsConfig(), teams=[], source="defaults")
-    return args.func(args, cfg)
+    with patch.object(alerts_cli, "open_store", lambda cfg, dsn: store):
+        return args.func(args, cfg)
 
 
 def test_check_prints_what_fires_and_writes_nothing(planted, capsys):  # noqa: F811

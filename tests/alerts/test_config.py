@@ -6,8 +6,8 @@ import pytest
 
 from alerts.config import AlertsConfig
 from alerts.rules import rules_from_config
-from gpuledger.configschema import build
-from gpuledger.errors import ConfigError
+from base.errors import ConfigError
+from base.settings import build
 
 FULL = """
 [alerts]

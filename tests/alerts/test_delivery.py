@@ -68,8 +68,7 @@ def test_a_client_error_is_not_retried(astore, source, receiver, clock):
     engine = make_engine(astore, [src_rule()], [webhook_channel(receiver)], clock)
     source.set(("vision", "h1", 91.0))
     report = engine.run_once()
-    assert list(report.delivery.failed.values()) == ["channel hook: http://127.0.0.1:%d answered HTTP 400: no such team"
-                                                     % int(receiver.url.rsplit(":", 1)[1])]
+    assert list(report.delivery.failed.values()) == [f"channel hook: http://127.0.0.1:{int(receiver.url.rsplit(':', 1)[1])} answered HTTP 400: no such team"]
     clock.advance(3600)
     engine.deliver()
     assert len(receiver.requests) == 1 and outbox.entries(astore)[0].status == "failed"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from alerts import config
 from alerts.builtin import BUILTIN_RULES
-from alerts.commands import add_commands
+from gpuledger.cli.alerts import add_commands
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "alerts.md").read_text()
 REFERENCE = DOC.split("## Configuration reference")[1].split("## Commands")[0]
@@ -31,7 +31,7 @@ def test_every_builtin_rule_and_param_is_documented():
 
 def test_every_alerts_command_and_option_is_documented():
     top = argparse.ArgumentParser(prog="gpuledger")
-    add_commands(top.add_subparsers(), lambda cfg, dsn: None)
+    add_commands(top.add_subparsers())
 
     def walk(parser, prefix):
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -55,7 +55,7 @@ def test_example_section_loads_and_names_every_key():
     import tomllib
     import typing
 
-    from gpuledger.configschema import build
+    from base.settings import build
 
     path = Path(__file__).resolve().parents[2] / "docs" / "alerts.example.toml"
     text = path.read_text()

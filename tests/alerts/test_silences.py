@@ -1,8 +1,8 @@
 """Silences: created with author and comment, matched by labels, suppress, and expiry restores."""
 import pytest
 
-from alerts.errors import SilenceError
 from alerts.silences import create_silence, expire_silence, list_silences
+from base.errors import SilenceError
 
 from .conftest import make_engine, src_rule, webhook_channel
 

@@ -7,10 +7,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from collector.records import GPU_SAMPLE_COLUMNS, GpuSample
-from ingest.writer import Writer
-
 from gpuledger.config import Config, TeamConfig
-from ingest.analytics.config import AnalyticsConfig, ListPrice, PoolConfig
+from ingest.rollup.config import AnalyticsConfig, ListPrice, PoolConfig
+from ingest.writer import Writer
 
 UTC = timezone.utc
 FOCUS_COLUMNS = ["BillingAccountId", "BillingCurrency", "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart",

@@ -17,9 +17,7 @@ def test_every_view_is_documented(demo):
 
 def test_documented_view_columns_are_the_real_ones(demo):
     for view, columns in re.findall(r"^\| `(v_\w+)` \| [^|]+ \| `([^|]+)` \|", DOC, re.M):
-        real = [r[0] for r in demo.store.rows(
-            "SELECT name FROM system.columns WHERE database = currentDatabase() AND table = {t:String} ORDER BY position",
-            {"t": view})]
+        real = demo.store.columns(view)
         documented = [c.strip(" `") for c in columns.split(",")]
         assert documented == real, view
 
@@ -31,7 +29,7 @@ def test_examples_run_and_return_rows(demo, sql):
 
 
 def test_readonly_role_parses(demo):
-    from ingest.sqlfiles import SQL_DIR, split_statements
+    from base.sqlfiles import split_statements, text
 
-    for statement in split_statements((SQL_DIR / "roles" / "readonly.sql").read_text()):
+    for statement in split_statements(text("roles/readonly")):
         assert demo.store.scalar("SELECT formatQuery({q:String})", {"q": statement})

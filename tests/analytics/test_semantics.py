@@ -3,8 +3,8 @@ from datetime import date
 
 import pytest
 
-from ingest.analytics.derive import derive
-from ingest.billing import ingest_billing
+from ingest.billing.load import ingest_billing
+from ingest.rollup.run import rollup
 from tests.analytics.conftest import at, focus_file, insert_samples, series
 
 DAY = date(2026, 3, 2)
@@ -12,7 +12,7 @@ ONPREM = {"host": "dgx-1", "gpu_uuid": "GPU-1", "environment": "onprem", "pool":
 
 
 def run(store, cfg, **kw):
-    return derive(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-04T00:00:00"), **kw)
+    return rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-04T00:00:00"), **kw)
 
 
 def busy_idle_gap_busy(store, **owner):
@@ -103,7 +103,7 @@ def test_bill_without_telemetry_is_kept_as_other_spend(store, cfg, tmp_path):
 
 
 def test_attribution_precedence(store, cfg):
-    from ingest.analytics.config import AttributionRule
+    from ingest.rollup.config import AttributionRule
 
     cfg.attribution = [
         AttributionRule(name="research namespace", team="research", when={"k8s_namespace": "research-*"}),

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import sim
 from bench import pandas_reference
-from collector import sim
 from gpuledger import config as configuration
 from gpuledger.demo import config_text
-from ingest.analytics.derive import derive
+from ingest.rollup.run import rollup
 from ingest.samples import ingest_samples
 
 END = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -47,7 +47,7 @@ def derived(store, tmp_path):
     (tmp_path / "gpuledger.toml").write_text(config_text(sim.fleet_metadata(fleet)))
     cfg = configuration.load(str(tmp_path / "gpuledger.toml"), env={})
     ingest_samples(store, files, progress=lambda m: None)
-    derive(store, cfg, since=date(2026, 10, 29), until=date(2026, 11, 1), progress=lambda m: None, now=END)
+    rollup(store, cfg, since=date(2026, 10, 29), until=date(2026, 11, 1), progress=lambda m: None, now=END)
     thresholds, rates = pandas_reference.inputs(store)
     return store, pandas_reference.rollup_and_idle(files, cfg.analytics, thresholds, rates)
 

@@ -10,7 +10,7 @@ import pytest
 
 from collector.billing import aws_cur, azure, gcp
 from collector.billing.tables import read_csv
-from ingest.billing import ingest_billing
+from ingest.billing.load import ingest_billing
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "billing.md"
 

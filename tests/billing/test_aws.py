@@ -10,8 +10,9 @@ import boto3
 import pandas as pd
 import pytest
 
-from ingest.billing import ingest_billing
-from ingest.billing_config import BillingConfig, BillingSourceConfig, pull_sources
+from ingest.billing.config import BillingConfig, BillingSourceConfig
+from ingest.billing.load import ingest_billing
+from ingest.billing.pulls import pull_sources
 
 
 def test_s3_prefix_loads_csv_gz_and_parquet(store, aws_env, focus_sample, tmp_path, quiet):
@@ -33,7 +34,7 @@ def test_s3_prefix_loads_csv_gz_and_parquet(store, aws_env, focus_sample, tmp_pa
 
 
 def test_s3_missing_bucket_is_a_named_error(store, aws_env, quiet):
-    from gpuledger.errors import InputError
+    from base.errors import InputError
 
     with pytest.raises(InputError, match="s3://no-such-bucket/x: cannot list objects"):
         ingest_billing(store, ["s3://no-such-bucket/x"], progress=quiet)

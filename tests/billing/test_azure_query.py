@@ -8,9 +8,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from base.settings import Secret
 from collector.billing.azure_query import AzureCostQuery, AzureQueryError, to_focus
-from gpuledger.configschema import Secret
-from ingest.billing_config import BillingSourceConfig, pull_sources
+from ingest.billing.config import BillingSourceConfig
+from ingest.billing.pulls import pull_sources
 
 COLUMNS = [{"name": "Cost", "type": "Number"}, {"name": "UsageDate", "type": "Number"},
            {"name": "ResourceId", "type": "String"}, {"name": "ServiceName", "type": "String"},

@@ -6,8 +6,8 @@ import gzip
 import pandas as pd
 import pytest
 
-from gpuledger.errors import InputError
-from ingest.billing import ingest_billing
+from base.errors import InputError
+from ingest.billing.load import ingest_billing
 
 
 @pytest.fixture

@@ -6,9 +6,10 @@ from datetime import date
 
 import pytest
 
-from gpuledger.configschema import build
-from gpuledger.errors import ConfigError
-from ingest.billing_config import BillingConfig, months
+from base.errors import ConfigError
+from base.settings import build
+from ingest.billing.config import BillingConfig
+from ingest.billing.pulls import months
 
 
 def test_sources_parse_with_secrets_from_the_environment():

@@ -7,7 +7,7 @@ import shutil
 import pandas as pd
 import pytest
 
-from ingest.billing import ingest_billing
+from ingest.billing.load import ingest_billing
 
 
 def pandas_totals(path) -> pd.DataFrame:

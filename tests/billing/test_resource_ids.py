@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from collector.billing.resource_ids import normalize_resource_id
-from ingest.analytics.derive import rollup_day
-from ingest.billing import Input, load_inputs
+from ingest.billing.load import Input, load_inputs
+from ingest.rollup.run import rollup_day
 
 CASES = [
     ("arn:aws:ec2:us-east-1:123456789012:instance/i-0abc123", "i-0abc123"),

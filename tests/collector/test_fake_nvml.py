@@ -14,8 +14,12 @@ NVML_METHODS = sorted(n for n, v in vars(FakeNvml).items()
 
 
 def test_the_fake_implements_the_calls_the_sampler_makes():
-    import collector.nvml, collector.nvml_events, collector.nvml_fields, collector.nvml_processes
     import re
+
+    import collector.nvml
+    import collector.nvml_events
+    import collector.nvml_fields
+    import collector.nvml_processes
     used = set()
     for mod in (collector.nvml, collector.nvml_events, collector.nvml_fields,
                 collector.nvml_processes):

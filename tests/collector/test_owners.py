@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from collector.owners import (CgroupIds, Owner, OwnerLookupError, PodInfo, SlurmJob,
-                              ids_from_cgroup, owner_of)
+from collector.owners import CgroupIds, Owner, OwnerLookupError, PodInfo, SlurmJob, ids_from_cgroup, owner_of
 from collector.owners_kubernetes import KubeletPods, parse_pod_list
-from collector.owners_slurm import (SlurmJobs, job_from_scontrol, parse_scontrol_job,
-                                    parse_squeue)
+from collector.owners_slurm import SlurmJobs, job_from_scontrol, parse_scontrol_job, parse_squeue
 
 DATA = Path(__file__).parent / "data"
 PROC = str(DATA / "proc")

@@ -14,8 +14,7 @@ import cramjam
 import pytest
 
 from collector.promtext import Sample
-from collector.remote_write import (PayloadTooLarge, RemoteWriteError, decode,
-                                    decode_write_request, records_from_remote_write)
+from collector.remote_write import PayloadTooLarge, RemoteWriteError, decode, decode_write_request, records_from_remote_write
 
 MIB = 1024 * 1024
 

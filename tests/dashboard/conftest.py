@@ -40,13 +40,12 @@ def basic(user: str, password: str) -> str:
 def site(demo):
     """The demo fleet's dashboard on http://127.0.0.1:PORT, auth on (user ``lead``), alerts evaluated
     once at the demo's end so the Alerts page has firing alerts, the ingest receiver mounted beside it."""
-    from alerts.commands import engine_for
-    from gpuledger.configschema import Secret
+    from alerts.actions import engine_for
+    from base.settings import Secret
+    from dashboard.app import mount
     from gpuledger.platform import Platform
     from ingest.receiver import register_receiver
     from ingest.telemetry_config import ReceiverConfig
-
-    from dashboard.app import mount
 
     engine_for(demo.cfg, demo.store, clock=lambda: demo.end).evaluate(now=demo.end, apply=True)
     dash_cfg = DashboardConfig(users=[DashboardUser(USER, password_hash=generate_password_hash(PASSWORD, "pbkdf2:sha256:2000"))])

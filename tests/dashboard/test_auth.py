@@ -13,9 +13,9 @@ import pytest
 import requests
 from flask import Flask
 
+from base.errors import ConfigError
 from dashboard.auth import Authenticator, challenge
-from dashboard.config import DashboardConfig, DashboardUser
-from gpuledger.errors import ConfigError
+from dashboard.config import DashboardConfig
 from tests.dashboard.conftest import INGEST_TOKEN, PASSWORD, USER, basic, free_port
 
 DASH_PATHS = ["/", "/spend", "/alerts?team=research", "/_dash-layout", "/_dash-dependencies", "/assets/style.css"]
@@ -79,7 +79,7 @@ def test_no_users_configured_explains_how_to_sign_in():
 
 
 def test_config_refuses_a_plain_password_and_reads_a_hash_secret(tmp_path):
-    from gpuledger.configschema import build
+    from base.settings import build
 
     with pytest.raises(ConfigError, match="never the password itself"):
         build(DashboardConfig, {"users": [{"name": "lead", "password_hash": "hunter22"}]}, "dashboard", "g.toml", {})
@@ -110,9 +110,10 @@ NO_AUTH_SERVER = textwrap.dedent("""
 
 
 def test_no_auth_serves_without_credentials_and_says_no_data_yet(tmp_path):
+    from datetime import date
+
     from dashboard.filters import parse
     from dashboard.probe import call_page
-    from datetime import date
 
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-c", NO_AUTH_SERVER, f"chdb://{tmp_path}/store", str(port)],

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from base.sqlfiles import sql as sql_text
 from dashboard import queries
 from dashboard.filters import Filters
-from ingest.sqlfiles import query as sql_text
 
 REPO = Path(__file__).resolve().parents[2]
 # gpu_cost_hour in the shape of each daily rollup: the same query over it must give the same numbers

@@ -3,7 +3,7 @@ views), the planted problems visible, no console errors. Writes the README's scr
 GPULEDGER_SCREENSHOTS is set."""
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -20,8 +20,8 @@ def window():
             "start_day": start, "end_day": end}
 
 
-def one(store, sql):
-    return store.rows(sql, window())[0]
+def one(store, sql, **params):
+    return store.rows(sql, window() | params)[0]
 
 
 @pytest.fixture(autouse=True)
@@ -71,9 +71,9 @@ def test_utilization_heatmap_distribution_and_mig_under_gpu(site, browser, scree
             break
         children.append(r)
     assert [planted["mig_instance"], planted["mig_profile"]] in [[r[0].split()[-1], r[1]] for r in children]
-    n, = one(site.store, "SELECT uniqExact(mig_instance) FROM gpu_hour WHERE host = '%s' AND gpu_uuid = '%s' "
-                         "AND mig_instance != '' AND hour >= {start:DateTime} AND hour < {end:DateTime}"
-             % (planted["host"], planted["gpu_uuid"]))
+    n, = one(site.store, "SELECT uniqExact(mig_instance) FROM gpu_hour WHERE host = {h:String} AND gpu_uuid = {g:String} "
+                         "AND mig_instance != '' AND hour >= {start:DateTime} AND hour < {end:DateTime}",
+             h=planted["host"], g=planted["gpu_uuid"])
     assert len(children) == n > 1
     screenshot(browser, screenshots_dir, "utilization")
 
@@ -104,7 +104,7 @@ def test_spend_per_team_budget_and_unallocated(site, browser, screenshots_dir):
     budget = {r[0]: r for r in table_rows(part(browser, "spend", "budget", chart=True))}
     expected = site.store.rows("SELECT team, budget_usd, spend_mtd_usd, forecast_usd FROM v_team_budget "
                                "WHERE month = toStartOfMonth(today())")
-    for team, budget_usd, mtd, forecast in expected:
+    for team, _budget, mtd, forecast in expected:
         assert budget[team][2] == f"{mtd:,.2f}" and budget[team][3] == f"{forecast:,.2f}"
     assert budget["llm-finetune"][5] == "yes" and budget["research"][5] == "no"
     unallocated = part(browser, "spend", "unallocated", chart=True)

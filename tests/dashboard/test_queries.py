@@ -33,7 +33,7 @@ def small_fleet(store):
 
 def derive_daily(store, days) -> None:
     """gpu_cost_day and team_demand_hour from gpu_cost_hour, as the scheduler writes them."""
-    from ingest.analytics.replace import replace_day
+    from ingest.rollup.replace import replace_day
 
     for day in days:
         for table, sql_name in (("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand")):

@@ -12,9 +12,9 @@ import gzip
 import logging
 import time
 
-from ingest.batches import Batch
-from ingest.shipper import PushDestination, Shipper
-from ingest.spool import Spool
+from collector.batches import Batch
+from collector.shipper import PushDestination, Shipper
+from collector.spool import Spool
 from tests.deploy.procs import TOKEN, agent_batch
 
 

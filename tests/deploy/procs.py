@@ -142,8 +142,8 @@ T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
 
 def agent_batch(agent: int, round_: int, gpus: int = 8) -> tuple[str, bytes]:
     """One agent's sampling round as ``gpuledger collect`` pushes it: (batch id, gzip JSON)."""
+    from collector.batches import Batch
     from collector.records import GPU_SAMPLE_COLUMNS, GpuSample, as_row
-    from ingest.batches import Batch
 
     host = f"agent-{agent:04d}"
     ts = T0 + timedelta(seconds=10 * round_)

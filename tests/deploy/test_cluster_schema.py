@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from ingest.cluster import ClusterSchema, ClusterSchemaError, cluster_schema, render
+from base.errors import SchemaError
+from ingest.cluster import ClusterSchema, cluster_schema, render
 
 CLUSTER, DB = "gpu_fleet", "gl"
 
@@ -131,7 +132,7 @@ def test_alters_drops_and_materialized_views_follow_the_rules(store):
     assert [a.split(" ON CLUSTER")[0] for a in add] == [f"ALTER TABLE {DB}.gpu_samples_local", f"ALTER TABLE {DB}.gpu_samples"]
     ttl = schema.rewrite("ALTER TABLE gpu_samples MODIFY TTL ts + INTERVAL 30 DAY")
     assert ttl == [f"ALTER TABLE {DB}.gpu_samples_local ON CLUSTER {CLUSTER} MODIFY TTL ts + INTERVAL 30 DAY"]
-    with pytest.raises(ClusterSchemaError, match="split it"):
+    with pytest.raises(SchemaError, match="split it"):
         schema.rewrite("ALTER TABLE gpu_samples ADD COLUMN y UInt8, MODIFY TTL ts + INTERVAL 1 DAY")
     mv = schema.rewrite("CREATE MATERIALIZED VIEW IF NOT EXISTS per_host_day_mv TO per_host_day AS "
                         "SELECT toDate(ts) AS day, host, count() AS n FROM gpu_samples GROUP BY day, host")
@@ -147,14 +148,14 @@ def test_alters_drops_and_materialized_views_follow_the_rules(store):
     assert trunc == [f"TRUNCATE TABLE {DB}.gpu_samples_local ON CLUSTER {CLUSTER}"]
     for sql in add + ttl + mv + inner + drop + trunc:
         formatted(store, sql)
-    with pytest.raises(ClusterSchemaError, match="cluster-wide"):
+    with pytest.raises(SchemaError, match="cluster-wide"):
         schema.rewrite("INSERT INTO gpu_samples VALUES (now(), 'h', 1)")
-    with pytest.raises(ClusterSchemaError, match="cluster name"):
+    with pytest.raises(SchemaError, match="cluster name"):
         ClusterSchema("bad-name")
 
 
 def test_render_is_what_clickhouse_client_runs(store, generated):
-    from ingest.sqlfiles import split_statements
+    from base.sqlfiles import split_statements
 
     _, sections = generated
     text = render(sections, "header line")

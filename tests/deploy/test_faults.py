@@ -102,7 +102,7 @@ def test_rollup_killed_mid_derivation_then_run_again_matches_a_clean_derivation(
     first.kill()
     second = gpuledger(store, "rollup", *span, config=sim["config"])
     second.wait_for("] derived", timeout_s=180)
-    total = int(re.search(r"\[\d+/(\d+)\] derived", next(l for l in second.lines if "] derived" in l)).group(1))
+    total = int(re.search(r"\[\d+/(\d+)\] derived", next(line for line in second.lines if "] derived" in line)).group(1))
     second.wait_for(f"[{total}/{total}] derived", timeout_s=180)
     time.sleep(0.2)                                                    # into idle windows / compliance
     running = second.p.poll() is None
@@ -192,9 +192,9 @@ def run_agent_against_a_dead_platform(spool_dir: Path, max_mb: float, rounds: in
     """The collector composition with a fake 8-GPU node, pushing to a port nobody listens on."""
     import gzip
 
-    from ingest.batches import Batch
-    from ingest.shipper import PushDestination, Shipper
-    from ingest.spool import Spool
+    from collector.batches import Batch
+    from collector.shipper import PushDestination, Shipper
+    from collector.spool import Spool
     from tests.deploy.procs import agent_batch
 
     spool = Spool(spool_dir, max_bytes=int(max_mb * 1024 * 1024))
@@ -213,7 +213,7 @@ def run_agent_against_a_dead_platform(spool_dir: Path, max_mb: float, rounds: in
 
 
 def exported(spool, shipper) -> dict:
-    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client import generate_latest
 
     from collector.agent import Agent
 
@@ -226,7 +226,7 @@ def exported(spool, shipper) -> dict:
 
 def deliver_and_count(tmp_path, spool, shipper) -> dict:
     """Start a platform, point the spool's shipper at it, drain, and count what it stored."""
-    from ingest.shipper import PushDestination
+    from collector.shipper import PushDestination
     from tests.deploy.procs import TOKEN
 
     shipper.stop(drain_s=0)

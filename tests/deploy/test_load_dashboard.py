@@ -70,7 +70,7 @@ def test_dashboard_under_50_users_while_a_backfill_runs(tmp_path):
             except OSError:
                 assert up.p.poll() is None and time.monotonic() < deadline, up.tail()
                 time.sleep(0.2)
-        assert state["parts"]["derive"]["last_ok"] is None, "the backfill finished before the load started"
+        assert state["parts"]["rollup"]["last_ok"] is None, "the backfill finished before the load started"
         deps = {page: probe.page_callbacks(HttpClient(url), page) for page in ids.PAGES}
         statuses, seconds, during_backfill = [], [], []
         lock = threading.Lock()
@@ -91,11 +91,11 @@ def test_dashboard_under_50_users_while_a_backfill_runs(tmp_path):
         for thread in threads:
             thread.start()
         while any(t.is_alive() for t in threads):
-            during_backfill.append(health(url)["parts"]["derive"]["last_ok"] is None)
+            during_backfill.append(health(url)["parts"]["rollup"]["last_ok"] is None)
             time.sleep(0.5)
         elapsed = time.monotonic() - started
         deadline = time.monotonic() + 600
-        while health(url)["parts"]["derive"]["last_ok"] is None:
+        while health(url)["parts"]["rollup"]["last_ok"] is None:
             assert time.monotonic() < deadline, "the backfill did not finish"
             time.sleep(1)
         final = health(url)
@@ -105,7 +105,7 @@ def test_dashboard_under_50_users_while_a_backfill_runs(tmp_path):
               f"{100 * sum(during_backfill) / max(len(during_backfill), 1):.0f}% of the load")
         assert statuses and all(s == 200 for s in statuses)
         assert any(during_backfill), "the load never overlapped the backfill"
-        assert final["parts"]["derive"]["last_error"] is None
+        assert final["parts"]["rollup"]["last_error"] is None
         assert final["status"] == "ok"
     finally:
         up.stop()

@@ -10,8 +10,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.deploy.procs import (BATCH_HEADERS, RW_HEADERS, agent_batch, percentile, post_until_stored, query,
-                                remote_write_body, start_up, up_config)
+from tests.deploy.procs import (
+    BATCH_HEADERS,
+    RW_HEADERS,
+    agent_batch,
+    percentile,
+    post_until_stored,
+    query,
+    remote_write_body,
+    start_up,
+    up_config,
+)
 
 AGENTS = 500
 GPUS = 8
@@ -80,7 +89,7 @@ class Targets(ThreadingHTTPServer):
 
     @staticmethod
     def exposition(n: int) -> str:
-        ts_ms = int(1_784_000_000_000)
+        ts_ms = 1_784_000_000_000
         lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
         lines += [f'DCGM_FI_DEV_GPU_UTIL{{gpu="{g}",UUID="GPU-scrape-{n:04d}-{g}",Hostname="scrape-node-{n:04d}"}} '
                   f"{(n + g) % 100} {ts_ms}" for g in range(GPUS)]

@@ -1,15 +1,16 @@
-"""`gpuledger schema` and `gpuledger bench` (gpuledger/cli_ops.py)."""
+"""`gpuledger schema` and `gpuledger bench` (gpuledger/cli/ops.py)."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from gpuledger.cli_ops import bench_modules, main
+from bench.__main__ import bench_modules
+from gpuledger.cli import main
 from tests.deploy.procs import ROOT, env
 
 
 def test_schema_command_prints_single_node_and_cluster_ddl(capsys, store):
-    from ingest.sqlfiles import split_statements
+    from base.sqlfiles import split_statements
 
     assert main(["schema", "--cluster", "gpu_fleet", "--database", "gl"]) == 0
     cluster = capsys.readouterr().out
@@ -26,7 +27,7 @@ def test_schema_command_prints_single_node_and_cluster_ddl(capsys, store):
 
 
 def test_bench_quick_runs_every_benchmark_and_prints_one_table():
-    out = subprocess.run([sys.executable, "-m", "gpuledger.cli_ops", "bench", "--quick"], cwd=ROOT, env=env(),
+    out = subprocess.run([sys.executable, "-m", "gpuledger", "bench", "--quick"], cwd=ROOT, env=env(),
                          capture_output=True, text=True, timeout=600)
     print(out.stdout)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -42,10 +43,9 @@ def test_bench_quick_runs_every_benchmark_and_prints_one_table():
 
 
 def test_schema_and_bench_are_gpuledger_commands():
-    """`gpuledger schema` / `gpuledger bench` exist once gpuledger/cli.py calls cli_ops.add_commands."""
     from gpuledger.cli import parser
 
     args = parser().parse_args(["schema", "--cluster", "c"])
-    assert args.func.__module__ == "gpuledger.cli_ops"
+    assert args.func.__module__ == "gpuledger.cli.ops"
     args = parser().parse_args(["bench", "--quick", "--only", "writer"])
-    assert args.func.__module__ == "gpuledger.cli_ops" and args.quick and args.only == ["writer"]
+    assert args.func.__module__ == "gpuledger.cli.ops" and args.quick and args.only == ["writer"]

@@ -1,7 +1,7 @@
 import pytest
 
+from base.errors import ConfigError
 from gpuledger.config import DEFAULT_DSN, load
-from gpuledger.errors import ConfigError
 
 
 def write(tmp_path, text):

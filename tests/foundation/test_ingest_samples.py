@@ -5,8 +5,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from base.errors import InputError
 from collector.records import GPU_SAMPLE_COLUMNS
-from gpuledger.errors import InputError
 from ingest.samples import ingest_samples
 
 
@@ -108,5 +108,5 @@ def test_unknown_and_missing_columns_are_named(store, tmp_path):
 
 
 def test_every_documented_column_is_a_table_column(store):
-    types = dict(store.rows("SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = 'gpu_samples'"))
+    types = store.column_types("gpu_samples")
     assert list(types) == list(GPU_SAMPLE_COLUMNS) or set(types) == set(GPU_SAMPLE_COLUMNS)

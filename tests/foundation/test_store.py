@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from gpuledger.errors import StoreError, StoreLocked, StoreUnreachable
+from base.errors import StoreError, StoreUnreachable
 from ingest.store import connect, parse_dsn
 
 

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
-from collector.sim import build_fleet, planted_problems, sample_frames
+from sim import build_fleet, planted_problems, sample_frames
 
 END = datetime(2024, 5, 20, 13, 0, tzinfo=timezone.utc)
 DAYS = 30
@@ -19,8 +19,10 @@ KEEP = ("ts", "host", "gpu_uuid", "mig_instance", "environment", "region", "pool
 
 
 @pytest.fixture(scope="session")
-def traces_dir(shared_data):
-    return shared_data / "traces"
+def traces_dir():
+    from sim.traces import TRACES_DIR
+
+    return TRACES_DIR
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import json
 import pandas as pd
 import pytest
 
-from collector.sim import build_fleet, write_billing
+from sim import build_fleet, write_billing
 
 from .conftest import DAYS, END
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pynvml
 import pytest
 
-from collector.sim import live_nvml
+from sim import live_nvml
 
 from .conftest import DAYS, END
 

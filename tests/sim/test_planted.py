@@ -5,7 +5,7 @@ import json
 
 import pandas as pd
 
-from collector.sim import fleet_metadata
+from sim import fleet_metadata
 
 
 def one(manifest, kind) -> dict:

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from collector.records import GPU_SAMPLE_COLUMNS
-from collector.sim import build_fleet, sample_frames, write_samples
+from sim import build_fleet, sample_frames, write_samples
 
 from .conftest import END
 

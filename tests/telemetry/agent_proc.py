@@ -14,9 +14,9 @@ import threading
 import time
 
 from collector.agent import Agent, open_sampler
-from ingest.batches import batches_from_round
-from ingest.shipper import PushDestination, Shipper
-from ingest.spool import Spool
+from collector.batches import batches_from_round
+from collector.shipper import PushDestination, Shipper
+from collector.spool import Spool
 from tests.telemetry.helpers import fake_node
 
 BASE = 1_784_000_000.0

@@ -7,13 +7,14 @@ import logging
 import os
 import sys
 
+from base.settings import Secret
+from collector.config import CollectorConfig
 from gpuledger.config import Config
-from gpuledger.configschema import Secret
 from gpuledger.platform import Platform
 from ingest.schema import prepare
 from ingest.store import connect
 from ingest.telemetry import register_telemetry
-from ingest.telemetry_config import CollectorConfig, ReceiverConfig
+from ingest.telemetry_config import ReceiverConfig
 
 if __name__ == "__main__":
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

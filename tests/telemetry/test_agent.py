@@ -9,16 +9,18 @@ import threading
 import pynvml
 import pytest
 
+from base.errors import ConfigError
+from base.settings import Secret
+from collector.agent import run_agent
+from collector.config import CollectorConfig
 from collector.fake_nvml import FakeNvml
-from gpuledger.cli_collect import add_commands, destination_for, run_collector, settings
+from collector.shipper import PushDestination
+from gpuledger.cli.collect import add_commands, destination_for, settings
 from gpuledger.config import Config
-from gpuledger.configschema import Secret
-from gpuledger.errors import ConfigError
 from gpuledger.platform import Platform
 from ingest.receiver import register_receiver
-from ingest.shipper import PushDestination
-from ingest.telemetry_config import CollectorConfig, ReceiverConfig
-from tests.telemetry.helpers import ServedPlatform, fake_node, free_port, get, platform_config, wait_until
+from ingest.telemetry_config import ReceiverConfig
+from tests.telemetry.helpers import ServedPlatform, fake_node, free_port, get, platform_config
 
 
 def parse(*argv):
@@ -36,7 +38,7 @@ def run_in_thread(c, destination, load_nvml, rounds=None):
         parts.update(agent=agent, server=server, spool=spool, shipper=shipper)
         ready.set()
 
-    thread = threading.Thread(target=run_collector, args=(c, destination, load_nvml, stop),
+    thread = threading.Thread(target=run_agent, args=(c, destination, load_nvml, stop),
                               kwargs={"rounds": rounds, "ready": on_ready}, daemon=True)
     thread.start()
     assert ready.wait(30), "the collector did not start"
@@ -92,7 +94,7 @@ def test_wrong_push_token_keeps_batches_in_the_spool(tmp_path, store, caplog):
         thread.join(60)
     assert store.scalar("SELECT count() FROM gpu_samples") == 0
     assert "answered 401" in caplog.text and "collector.push_token" in caplog.text
-    from ingest.spool import Spool
+    from collector.spool import Spool
     assert len(Spool(tmp_path)) == 4                  # 2 rounds x (samples, processes), kept for later
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from collector.agent import Agent, open_sampler
-from gpuledger.errors import InputError
-from ingest.samples import ingest_samples
 from prometheus_client import generate_latest
+
+from base.errors import InputError
+from collector.agent import Agent, open_sampler
+from ingest.samples import ingest_samples
 from tests.telemetry.helpers import fake_node
 from tests.telemetry.test_scrape import DCGM_TEXT
 

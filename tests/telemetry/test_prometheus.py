@@ -8,11 +8,11 @@ import subprocess
 import threading
 from pathlib import Path
 
+from base.settings import Secret
 from collector.agent import Agent, open_sampler, serve_metrics
 from gpuledger.platform import Platform
 from ingest.receiver import register_receiver
 from ingest.telemetry_config import ReceiverConfig
-from gpuledger.configschema import Secret
 from tests.telemetry.helpers import ServedPlatform, fake_node, free_port, get, platform_config, wait_until
 
 PROMETHEUS = "/usr/bin/prometheus"

@@ -7,11 +7,11 @@ import gzip
 import cramjam
 import pytest
 
-from gpuledger.configschema import Secret
+from base.settings import Secret
 from gpuledger.platform import Platform
 from ingest.receiver import register_receiver
 from ingest.telemetry_config import ReceiverConfig
-from tests.collector.test_remote_write import label, point, series, snappy_literal, write_request
+from tests.collector.test_remote_write import series, snappy_literal, write_request
 from tests.telemetry.helpers import platform_config
 from tests.telemetry.test_spool import batch
 

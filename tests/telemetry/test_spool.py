@@ -7,10 +7,11 @@ from datetime import datetime, timedelta, timezone
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from collector.batches import Batch
 from collector.records import GPU_SAMPLE_COLUMNS, GpuSample, as_row
-from ingest.batches import Batch, insert_batch
-from ingest.shipper import Shipper, StoreDestination
-from ingest.spool import Spool
+from collector.shipper import Shipper
+from collector.spool import Spool
+from ingest.writer import StoreDestination, insert_batch
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
 

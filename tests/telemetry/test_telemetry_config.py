@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gpuledger.configschema import build
-from gpuledger.errors import ConfigError
+from base.errors import ConfigError
+from base.settings import build
+from collector.config import CollectorConfig
 from ingest.scrape import mapping_for
-from ingest.telemetry_config import CollectorConfig, ReceiverConfig, ScrapeTarget
+from ingest.telemetry_config import ReceiverConfig, ScrapeTarget
 
 
 @dataclass

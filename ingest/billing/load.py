@@ -1,0 +1,248 @@
+"""``gpuledger ingest billing``: load cloud billing (FOCUS or provider-native) into the store.
+
+    ingest_billing(store, ["exports/2024-09/", "s3://bucket/focus/", "cur.csv.gz"], fmt=None)
+
+Inputs are files, directories (searched recursively), glob patterns and ``s3://bucket/prefix``
+URLs. ``fmt`` is ``focus``, ``aws-cur``, ``azure`` (``azure-actual`` / ``azure-amortized``)
+or ``gcp``; when None each file's format is sniffed from its header.
+
+Rules an operator can rely on:
+
+* **Replacement, never doubling.** A load replaces, for every (billing month, ProviderName,
+  BillingAccountId) present in its rows, everything stored for it before. Load every file of
+  one export delivery together (a directory, glob or S3 prefix): the last delivery of a month
+  wins, whatever it was (FOCUS export, CUR, API pull).
+* **All or nothing.** A refused file stops the load before anything is replaced; a crash
+  leaves the previous state (each month's swap is atomic).
+* **Bad rows are kept aside.** Unparseable numbers, timestamps, currencies, Tags go to
+  ``billing_quarantine`` with file, row, column, reason and the raw row; the rest loads.
+  Negative costs (credits, refunds) are data. Currencies are stored as given.
+
+Errors (all ``base.errors``): ``InputError`` for a missing file, an unknown format, a file
+with missing required columns (names them and the unknown ones), an empty, non-UTF-8, corrupt
+or truncated file; ``StoreError`` if the schema is not migrated. Anything else is a bug.
+"""
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from base.errors import InputError, StoreError
+from base.sqlfiles import sql
+from collector.billing import adapters
+from collector.billing.focus import HeaderMatch, match_header
+from ingest.billing import stage
+from ingest.billing.read import csv_frame, file_source, first_error_line, frame_source, kind_of, read_header
+from ingest.store import Stage
+
+log = logging.getLogger(__name__)
+
+SUFFIXES = (".csv", ".csv.gz", ".parquet", ".json", ".jsonl", ".json.gz", ".jsonl.gz")
+FORMATS = ("focus", "aws-cur", "azure", "azure-actual", "azure-amortized", "gcp")
+
+
+@dataclass
+class Input:
+    """One thing to load. ``path`` for a local file, else ``frame`` builds its FOCUS rows."""
+
+    label: str                                   # stored as source_file
+    source_kind: str
+    path: Path | None = None
+    match: HeaderMatch | None = None
+    frame: Callable[[], object] | None = None
+
+
+@dataclass
+class FileResult:
+    label: str
+    rows: int
+    quarantined_rows: int
+    reasons: dict[str, int] = field(default_factory=dict)   # "column: reason" -> bad cells
+    unknown_columns: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BillingReport:
+    """What a load did. ``summary()`` is the text printed after ``gpuledger ingest billing``."""
+
+    load_id: str
+    files: list[FileResult] = field(default_factory=list)
+    periods: list[str] = field(default_factory=list)        # "YYYY-MM provider account" replaced
+    totals: list[tuple[str, float, float]] = field(default_factory=list)  # (currency, billed, effective) loaded
+    seconds: float = 0.0
+
+    @property
+    def rows(self) -> int:
+        return sum(f.rows for f in self.files)
+
+    @property
+    def quarantined_rows(self) -> int:
+        return sum(f.quarantined_rows for f in self.files)
+
+    def summary(self) -> str:
+        lines = [f"billing load {self.load_id}: {self.rows:,} rows from {len(self.files)} input(s) in "
+                 f"{self.seconds:.1f}s; {self.quarantined_rows:,} row(s) quarantined"]
+        for currency, billed, effective in self.totals:
+            lines.append(f"  {currency or '(no currency)'}: BilledCost {billed:,.2f}, EffectiveCost {effective:,.2f}")
+        for period in self.periods:
+            lines.append(f"  replaced {period}")
+        for f in self.files:
+            if f.unknown_columns:
+                lines.append(f"  {f.label}: non-FOCUS columns kept in x_extensions: {', '.join(f.unknown_columns)}")
+            for reason, count in sorted(f.reasons.items(), key=lambda kv: -kv[1])[:5]:
+                lines.append(f"  {f.label}: {count:,} bad value(s) in {reason}")
+        if self.quarantined_rows:
+            lines.append(f"  see: SELECT * FROM billing_quarantine WHERE load_id = '{self.load_id}'")
+        return "\n".join(lines)
+
+
+def ingest_billing(store, paths: Iterable[str | Path], fmt: str | None = None,
+                   progress: Callable[[str], None] = print, *, s3_client=None) -> BillingReport:
+    """Load billing files / directories / globs / s3:// prefixes; see the module docstring."""
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"unknown billing format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    with tempfile.TemporaryDirectory(prefix="gpuledger-billing-") as tmp:
+        located = locate(paths, s3_client, Path(tmp), progress)
+        inputs = [describe(path, label, fmt) for path, label in located]
+        report = load_inputs(store, inputs, progress)
+    progress(report.summary())
+    return report
+
+
+def locate(paths, s3_client, tmp: Path, progress) -> list[tuple[Path, str]]:
+    """(local path, label) for every input file; S3 objects are downloaded to ``tmp`` first."""
+    from ingest.samples import expand
+
+    found: list[tuple[Path, str]] = []
+    for raw in paths:
+        raw = str(raw)
+        if raw.startswith("s3://"):
+            from collector.billing import s3
+
+            client = s3_client or s3.client()
+            for url in s3.list_objects(client, raw, SUFFIXES):
+                found.append((s3.download(client, url, tmp), url))
+            progress(f"{raw}: {sum(1 for _, u in found if u.startswith(raw))} object(s) downloaded")
+        else:
+            found += [(p, str(p)) for p in expand([raw], SUFFIXES)]
+    if not found:
+        raise InputError("no billing files found (expected .csv, .csv.gz, .parquet or .json[l] files)",
+                         path=", ".join(map(str, paths)))
+    return found
+
+
+def describe(path: Path, label: str, fmt: str | None) -> Input:
+    """Check a file's header and decide how it is read; refuse it here, before anything loads."""
+    if path.name.lower().endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")):
+        if fmt not in (None, "gcp"):
+            raise InputError(f"JSON files are read as GCP billing export rows, not as {fmt}", path=label)
+        return Input(label, "gcp-export", frame=lambda: adapters.read_native(path, "gcp", label))
+    header = read_header(path)
+    kind = fmt or adapters.sniff(header)
+    if kind is None:
+        raise InputError(
+            "cannot tell the billing format from the header (not FOCUS: no BilledCost/ChargePeriodStart; not AWS CUR, "
+            f"Azure or GCP either); first columns: {', '.join(header[:8])}. Pass --format focus|aws-cur|azure|gcp",
+            path=label)
+    if kind != "focus":
+        adapters.check_header(kind, header, label)
+        return Input(label, adapters.SOURCE_KIND[kind], frame=lambda: adapters.read_native(path, kind, label))
+    match = match_header(header)
+    if match.missing or match.duplicated:
+        problems = []
+        if match.missing:
+            problems.append(f"missing required FOCUS column(s): {', '.join(match.missing)}")
+        if match.duplicated:
+            problems.append(f"column(s) named twice: {', '.join(match.duplicated)}")
+        if match.unknown:
+            problems.append(f"unknown column(s) (neither FOCUS nor x_…): {', '.join(match.unknown)}")
+        raise InputError("; ".join(problems) + ". Nothing was loaded; fix the header or pass --format", path=label)
+    return Input(label, "focus", path=path, match=match)
+
+
+def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = print) -> BillingReport:
+    """Parse every input into one staging area, then swap the months it holds into the table."""
+    started = time.monotonic()
+    load_id = uuid.uuid4().hex[:12]
+    report = BillingReport(load_id)
+    loaded_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    _check_schema(store)
+    store.drop_stale_stages()
+    with stage.staging(store) as (good, bad):
+        for number, item in enumerate(inputs, 1):
+            result = _load_one(store, item, load_id, loaded_at, good, bad)
+            report.files.append(result)
+            progress(f"[{number}/{len(inputs)}] {item.label}: {result.rows:,} rows"
+                     + (f", {result.quarantined_rows:,} quarantined" if result.quarantined_rows else ""))
+        report.periods = [f"{m} {p or '-'} {a or '-'}" for m, p, a in store.rows(sql("billing/load_periods", stage=good.name))]
+        report.totals = [(c, float(b), float(e)) for c, b, e in store.rows(sql("billing/load_totals", stage=good.name))]
+        good.replace_in()
+        store.command(f"INSERT INTO {stage.QUARANTINE} SELECT * FROM {stage.q(bad.name)}")
+        store.insert("billing_loads", [[
+            load_id, ",".join(sorted({i.source_kind for i in inputs})), [i.label for i in inputs],
+            report.rows, report.quarantined_rows, report.periods, loaded_at]],
+            ["load_id", "source_kind", "sources", "rows", "quarantined", "periods", "started_at"])
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _load_one(store, item: Input, load_id: str, loaded_at: str, good, bad) -> FileResult:
+    labels = dict(source_kind=item.source_kind, source_file=item.label, load_id=load_id, loaded_at=loaded_at)
+    try:
+        with stage.targets(store) as targets:
+            if item.path is not None and store.target.embedded:
+                source = file_source(store, item.path, item.match)
+            else:
+                source = frame_source(store, targets.text, _frame(item))
+            return _accept(store, item, targets, _split(store, targets, source, labels), good, bad)
+    except InputError:
+        raise
+    except Exception as exc:
+        if item.path is None or kind_of(str(item.path)) != "csv" or not _is_clickhouse_error(exc):
+            raise
+        # ClickHouse could not split the file into rows: read it again in Python, which names
+        # the broken row or quarantines rows of the wrong width.
+        log.info("%s: ClickHouse could not read it (%s); reading it row by row", item.label, first_error_line(exc))
+    with stage.targets(store) as targets:
+        source = frame_source(store, targets.text, csv_frame(item.path, item.match))
+        return _accept(store, item, targets, _split(store, targets, source, labels), good, bad)
+
+
+def _accept(store, item: Input, targets, counts: tuple[int, int], good, bad) -> FileResult:
+    """Move one input's staged rows into the load's stages; say what it held."""
+    rows, quarantined = counts
+    reasons = dict(store.rows(f"SELECT concat(column, ': ', reason), count() FROM {stage.q(targets.bad)} GROUP BY 1"))
+    Stage(store, stage.TABLE, targets.good).attach_to(good.name)
+    if quarantined:
+        store.command(f"INSERT INTO {stage.q(bad.name)} SELECT * FROM {stage.q(targets.bad)}")
+    return FileResult(item.label, rows, quarantined, reasons, item.match.unknown if item.match else [])
+
+
+def _split(store, targets, source, labels) -> tuple[int, int]:
+    return stage.split_into(store, targets, source.sql, source.present,
+                            parameters=source.parameters, settings=source.settings, **labels)
+
+
+def _frame(item: Input):
+    if item.frame is not None:
+        return item.frame()
+    if kind_of(str(item.path)) == "parquet":
+        return adapters.read_focus_parquet(item.path, item.match)
+    return csv_frame(item.path, item.match)
+
+
+def _is_clickhouse_error(exc: Exception) -> bool:
+    return hasattr(exc, "code") or "DB::Exception" in str(exc)
+
+
+def _check_schema(store) -> None:
+    if not store.scalar("SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = {t:String}",
+                        {"t": stage.TABLE}):
+        raise StoreError(f"the store {store.target} has no {stage.TABLE} table: run `gpuledger init` "
+                         "(or start `gpuledger up`) to bring its schema up to date")

@@ -1,0 +1,174 @@
+"""``gpuledger rollup`` (and the scheduler's "rollup" job): bring every derived table up to date
+with the samples and bills.
+
+``rollup(store, cfg)`` finds the days whose inputs changed since they were last derived (new or
+late samples, a restated bill, a changed cost model or attribution rule), recomputes each such
+day of gpu_minute, gpu_hour, gpu_cost_hour and team_spend_day (idempotently: whole-day
+partition replacement), then the idle windows from the earliest such day on, then the
+compliance findings. Run it as often as you like: an unchanged day is not recomputed.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from datetime import time as dt_time
+
+from base.sqlfiles import sql
+from ingest.rollup import compliance, configtables
+from ingest.rollup.attribution import rules_expression
+from ingest.rollup.replace import IN_ORDER, replace_day
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RollupReport:
+    days: list[date] = field(default_factory=list)
+    idle_windows: int = 0
+    findings: int = 0
+    seconds: float = 0.0
+
+
+def rollup(store, cfg, *, since: date | None = None, until: date | None = None, force: bool = False,
+           progress: Callable[[str], None] = log.info, now: datetime | None = None) -> RollupReport:
+    started = time.perf_counter()
+    now = now or datetime.now(timezone.utc)
+    config_fp = configtables.fingerprint(cfg)
+    since = since or (now - timedelta(days=cfg.analytics.lookback_days)).date()
+    until = until or now.date()
+    state = derived_state(store)
+    current = day_inputs(store, since, until)
+    days = changed_days(since, until, config_fp, force, state, current)
+    report = RollupReport(days=days)
+    if days:
+        inputs = {day: current.get(day, (0, 0)) for day in days}
+        starts = derive_days(store, cfg, days, inputs, state, config_fp, force, progress)
+        first = starts[days[0]] or datetime.combine(days[0], dt_time.min, timezone.utc)
+        report.idle_windows = derive_idle_windows(store, cfg, first,
+                                                  datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc))
+        # recorded last: a run killed before this point leaves its days to be derived again
+        record(store, inputs, config_fp)
+    report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]], state: dict, config_fp: int,
+                force: bool, progress: Callable[[str], None]) -> dict[date, datetime | None]:
+    """Recompute the per-day tables of ``days``, ``cfg.analytics.workers`` days at a time; return
+    for each day the hour it was recomputed from (None: the whole day)."""
+    params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
+    starts = {day: None if force else first_changed_hour(store, day, state.get(day), inputs[day], config_fp)
+              for day in days}
+    rule_params: dict = {}
+    rules = rules_expression(cfg.attribution, rule_params)
+    handles = [store] + [store.clone() for _ in range(min(cfg.analytics.workers, len(days)) - 1)]
+    done = iter(range(1, len(days) + 1))
+
+    def costs(handle, day):
+        cost_day(handle, day, rules, rule_params, starts[day])
+        progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
+
+    try:
+        # the rollups of every day first: a bill spanning days needs all their GPU-hours
+        in_parallel(handles, days, lambda handle, day: rollup_day(handle, day, params, starts[day]))
+        configtables.refresh(store, cfg)
+        in_parallel(handles, days, costs)
+    finally:
+        for handle in handles[1:]:
+            handle.close()
+    return starts
+
+
+def in_parallel(handles, days: list[date], work) -> None:
+    """Run ``work(handle, day)`` for every day, one day at a time per store handle."""
+    if len(handles) == 1:
+        for day in days:
+            work(handles[0], day)
+        return
+    with ThreadPoolExecutor(len(handles)) as pool:
+        list(pool.map(lambda i: [work(handles[i], day) for day in days[i::len(handles)]], range(len(handles))))
+
+
+def rollup_day(store, day: date, params: dict, start: datetime | None = None) -> None:
+    """gpu_minute and gpu_hour of one day — only from ``start`` on when given (earlier rows kept)."""
+    _steps(store, day, start, [("gpu_minute", "minute", params, None, "minute"), ("gpu_hour", "hour", {}, None, "hour")])
+
+
+def cost_day(store, day: date, rules: str, rule_params: dict, start: datetime | None = None) -> None:
+    """gpu_cost_hour, team_spend_day and the daily rollups of one day, after its rollups."""
+    _steps(store, day, start, [
+        ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour"),
+        ("team_spend_day", "spend", rule_params, {"team_rules": rules}, None),
+        ("gpu_cost_day", "cost_day", {}, None, None),
+        ("team_demand_hour", "team_demand", {}, None, None)])
+
+
+def _steps(store, day: date, start: datetime | None, steps) -> None:
+    timings = {}
+    for table, sql_name, parameters, fills, time_column in steps:
+        started = time.perf_counter()
+        keep = (time_column, start) if start and time_column else None
+        replace_day(store, table, day, sql_name, parameters, fills=fills, keep=keep)
+        timings[table] = round(time.perf_counter() - started, 3)
+    log.debug("derived %s: %s", day, timings)
+
+
+def day_inputs(store, since: date, until: date) -> dict[date, tuple[int, int]]:
+    """day -> (sample rows, billing fingerprint) now: what deriving the day would read."""
+    samples = dict(store.rows(sql("rollup/input_samples")))
+    bills = dict(store.rows(sql("rollup/input_bills"), {"since": since, "until": until}))
+    return {d: (int(samples.get(d, 0)), int(bills.get(d, 0))) for d in set(samples) | set(bills)}
+
+
+def derived_state(store) -> dict[date, tuple[int, int, int]]:
+    """day -> (sample rows, billing fingerprint, config fingerprint) when it was last derived."""
+    return {d: (int(r), int(b), int(c)) for d, r, b, c in store.rows(sql("rollup/derived_state"))}
+
+
+def first_changed_hour(store, day: date, previous, inputs: tuple[int, int], config_fp: int) -> datetime | None:
+    """When only new or late samples changed a day: the hour to recompute from (one hour before
+    the first hour whose sample count differs from what was derived, since the last sample
+    before it holds into it). None: recompute the whole day (new day, restated bill, new config)."""
+    if previous is None or previous[1:] != (inputs[1], config_fp):
+        return None
+    rows = store.rows(sql("rollup/first_changed_hour"), {"d0": datetime.combine(day, dt_time.min)})
+    if not rows:
+        return None
+    start = datetime.combine(day, dt_time.min, timezone.utc)
+    return max(start, rows[0][0].replace(tzinfo=timezone.utc) - timedelta(hours=1))
+
+
+def changed_days(since: date, until: date, config_fp: int, force: bool, state: dict, current: dict) -> list[date]:
+    """Days in [since, until] with samples or bills whose inputs differ from what was derived."""
+    days = sorted(d for d in set(current) | set(state) if since <= d <= until)
+    return [d for d in days if force or state.get(d) != (*current.get(d, (0, 0)), config_fp)]
+
+
+def record(store, inputs: dict[date, tuple[int, int]], config_fp: int) -> None:
+    """Remember what each day was derived from, so an unchanged day is not derived again."""
+    store.insert("derivation_state", [[day, rows, bill, config_fp] for day, (rows, bill) in inputs.items()],
+                        ["day", "sample_rows", "billing_fingerprint", "config_fingerprint"])
+
+
+def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> int:
+    """Recompute idle windows from ``start`` (snapped back to any window open then); the months
+    touched are swapped in whole, the windows that ended before kept as they were."""
+    params = {"from": start.replace(tzinfo=None), "until": until.replace(tzinfo=None),
+              "max_gap_minutes": cfg.analytics.idle_max_gap_minutes}
+    cutoff = {"cutoff": params["from"] - timedelta(minutes=params["max_gap_minutes"])}
+    open_since = store.scalar("SELECT min(start) FROM idle_windows WHERE end >= {cutoff:DateTime}", cutoff)
+    params["scan_from"] = min(params["from"], open_since) if open_since and open_since.year > 1970 else params["from"]
+    with store.staging("idle_windows") as stage:
+        stage.fill(sql("rollup/idle"), parameters=params, settings=IN_ORDER)
+        computed = stage.count()
+        months = {r[0] for r in store.rows("SELECT DISTINCT _partition_id FROM idle_windows WHERE end >= {cutoff:DateTime}",
+                                           cutoff)} | set(store.partitions(stage.name))
+        stage.fill("SELECT * FROM idle_windows WHERE _partition_id IN {months:Array(String)} AND end < {cutoff:DateTime}",
+                   parameters=cutoff | {"months": sorted(months)}, columns=store.columns("idle_windows"))
+        stage.replace_in(partition_ids=sorted(months))
+        return computed

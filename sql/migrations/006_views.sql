@@ -1,0 +1,3 @@
+-- 006 defined the views for people. Views now live one a file in sql/views/ and are re-applied
+-- after every migration run; this migration stays, empty, so the numbering of stores migrated
+-- before that change is kept.

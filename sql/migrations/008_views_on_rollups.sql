@@ -1,0 +1,3 @@
+-- 008 redefined v_pool_load and v_billing_instances to read the rollups. Views now live one a
+-- file in sql/views/ and are re-applied after every migration run; this migration stays, empty,
+-- so the numbering of stores migrated before that change is kept.

@@ -1,0 +1,118 @@
+-- gpu_cost_hour for one UTC day {day:Date}, hours from {from:DateTime}.
+-- __TEAM_RULES__ is replaced by the attribution rules from config (ingest/rollup/attribution.py):
+-- a multiIf over the columns below returning (team, rule name).
+WITH
+    toDateTime({from:DateTime}, 'UTC') AS d0,
+    toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,
+    -- the day's GPU-hours, with the normalised instance key billing is matched on
+    day_rows AS
+    (
+        SELECT *, if(mig_instance = '', 0, toUInt32OrZero(extract(mig_profile, '^(\\d+)g'))) AS slices
+        FROM gpu_hour
+        WHERE hour >= d0 AND hour < d1
+    ),
+    -- MIG: a physical GPU's cost is shared by its instances by compute slices (7 per GPU);
+    -- the whole-GPU row keeps the unpartitioned remainder
+    per_gpu AS
+    (
+        SELECT host, gpu_uuid, hour, sum(entity_slices) AS mig_slices, sum(entity_energy_j) AS gpu_energy_j
+        FROM
+        (
+            SELECT host, gpu_uuid, hour, mig_instance, any(slices) AS entity_slices, sum(energy_j) AS entity_energy_j
+            FROM day_rows GROUP BY host, gpu_uuid, hour, mig_instance
+        )
+        GROUP BY host, gpu_uuid, hour
+    ),
+    per_entity AS
+    (
+        SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS entity_covered_s
+        FROM day_rows GROUP BY host, gpu_uuid, mig_instance, hour
+    ),
+    -- billing lines (USD) of the instances seen today, each spread over the hours of its charge period
+    lines AS
+    (
+        SELECT resource_key, ChargePeriodStart AS ps, ChargePeriodEnd AS pe, toFloat64(EffectiveCost) AS cost, line_item_key
+        FROM billing_line_items
+        WHERE ChargePeriodStart < d1 AND ChargePeriodEnd > d0 AND BillingCurrency IN ('USD', '')
+          AND resource_key IN (SELECT instance_key FROM day_rows WHERE instance_key != '')
+    ),
+    -- GPU-seconds of each instance per hour over the whole span of those lines (may reach other days)
+    instance_hours AS
+    (
+        SELECT instance_key, hour, sum(covered_s * if(mig_instance = '', 1, slices / 7)) AS weight
+        FROM
+        (
+            SELECT *, if(mig_instance = '', 0, toUInt32OrZero(extract(mig_profile, '^(\\d+)g'))) AS slices
+            FROM gpu_hour
+            -- constant bounds first (a bill line spans at most a month), so partitions are pruned
+            WHERE hour >= d0 - INTERVAL 32 DAY AND hour < d1 + INTERVAL 32 DAY
+              AND hour >= (SELECT toStartOfHour(min(ps)) FROM lines) AND hour < (SELECT max(pe) FROM lines) AND instance_key != ''
+        )
+        WHERE instance_key IN (SELECT resource_key FROM lines)
+        GROUP BY instance_key, hour
+    ),
+    line_hours AS
+    (
+        SELECT l.resource_key AS instance_key, ih.hour AS hour, l.cost * ih.weight / t.total AS cost
+        FROM lines AS l
+        INNER JOIN instance_hours AS ih ON ih.instance_key = l.resource_key
+        INNER JOIN
+        (
+            SELECT l2.line_item_key AS line_item_key, sum(ih2.weight) AS total
+            FROM lines AS l2 INNER JOIN instance_hours AS ih2 ON ih2.instance_key = l2.resource_key
+            WHERE ih2.hour >= toStartOfHour(l2.ps) AND ih2.hour < l2.pe
+            GROUP BY l2.line_item_key
+        ) AS t ON t.line_item_key = l.line_item_key
+        WHERE ih.hour >= toStartOfHour(l.ps) AND ih.hour < l.pe AND ih.hour >= d0 AND ih.hour < d1 AND t.total > 0
+    ),
+    billed AS
+    (
+        SELECT instance_key, hour, sum(cost) AS usd, count() AS line_count FROM line_hours GROUP BY instance_key, hour
+    ),
+    instance_tags AS
+    (
+        SELECT resource_key, argMax(Tags, ChargePeriodStart) AS tags, argMax(SubAccountId, ChargePeriodStart) AS account
+        FROM billing_line_items
+        WHERE resource_key IN (SELECT instance_key FROM day_rows WHERE instance_key != '')
+        GROUP BY resource_key
+    )
+SELECT
+    hour, host, gpu_uuid, mig_instance, environment, region, pool, instance_id, instance_type, model,
+    attribution.1 AS team, attribution.2 AS attributed_by, user, job_id, held,
+    gpu_hours, utilized_gpu_hours, energy_kwh,
+    cloud_gpu_usd, onprem_capital_usd, onprem_operations_usd, onprem_energy_usd,
+    cloud_gpu_usd + onprem_capital_usd + onprem_operations_usd + onprem_energy_usd AS cost_usd,
+    estimated
+FROM
+(
+    SELECT
+        r.hour AS hour, r.host AS host, r.gpu_uuid AS gpu_uuid, r.mig_instance AS mig_instance,
+        r.environment AS environment, r.region AS region, r.cluster AS cluster, r.pool AS pool,
+        r.instance_id AS instance_id, r.instance_type AS instance_type, r.model AS model,
+        r.team AS team, r.user AS user, r.job_id AS job_id, r.k8s_namespace AS k8s_namespace,
+        r.k8s_pod AS k8s_pod, r.slurm_account AS slurm_account, r.held AS held,
+        __TEAM_RULES__ AS attribution,
+        multiIf(r.mig_instance != '', r.slices / 7, g.mig_slices > 0, greatest(0., 1 - g.mig_slices / 7), 1.) AS share,
+        r.covered_s / 3600 * share AS gpu_hours,
+        gpu_hours * if(r.util_covered_s > 0, r.util_gpu_s / r.util_covered_s, 0) / 100 AS utilized_gpu_hours,
+        if(g.mig_slices > 0, g.gpu_energy_j * share * r.covered_s / greatest(e.entity_covered_s, 1), r.energy_j) / 3.6e6 AS energy_kwh,
+        r.environment NOT IN ('onprem', '') AS cloud,
+        b.line_count > 0 AS billed_hour,                      -- (joins give 0 / '' where nothing matches)
+        multiIf(NOT cloud, 0.,
+                billed_hour, b.usd * r.covered_s * if(r.mig_instance = '', 1, r.slices / 7) / greatest(ih.weight, 1e-9),
+                if(lp.gpus > 0, lp.usd_per_hour / lp.gpus, 0.) * gpu_hours) AS cloud_gpu_usd,
+        toUInt8(cloud AND NOT billed_hour) AS estimated,
+        if(cloud OR p.depreciation_months = 0, 0., p.capital_usd_per_gpu / (p.depreciation_months * 730) * gpu_hours) AS onprem_capital_usd,
+        if(cloud, 0., p.operations_usd_per_gpu_month / 730 * gpu_hours) AS onprem_operations_usd,
+        if(cloud, 0., energy_kwh * p.pue * p.energy_usd_per_kwh) AS onprem_energy_usd,
+        t.tags AS tags,
+        t.account AS account
+    FROM day_rows AS r
+    LEFT JOIN per_gpu AS g ON g.host = r.host AND g.gpu_uuid = r.gpu_uuid AND g.hour = r.hour
+    LEFT JOIN per_entity AS e ON e.host = r.host AND e.gpu_uuid = r.gpu_uuid AND e.mig_instance = r.mig_instance AND e.hour = r.hour
+    LEFT JOIN billed AS b ON b.instance_key = r.instance_key AND b.hour = r.hour
+    LEFT JOIN instance_hours AS ih ON ih.instance_key = r.instance_key AND ih.hour = r.hour
+    LEFT JOIN config_list_prices AS lp ON lp.instance_type = r.instance_type
+    LEFT JOIN config_pools AS p ON p.pool = r.pool
+    LEFT JOIN instance_tags AS t ON t.resource_key = r.instance_key
+)

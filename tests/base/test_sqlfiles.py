@@ -1,0 +1,58 @@
+"""The one SQL loader: placeholders filled or refused, migrations named, views ordered."""
+from __future__ import annotations
+
+import pytest
+
+from base.errors import SqlFileError
+from base.sqlfiles import PLACEHOLDER, SQL_DIR, fill, migration_files, sql, text, view_files
+
+
+def test_a_placeholder_is_filled_and_a_left_one_refused():
+    assert fill("SELECT __A__ + __B__", "t", a="1", b="2") == "SELECT 1 + 2"
+    with pytest.raises(SqlFileError, match=r"sql/t\.sql: placeholder\(s\) left unfilled: __B__"):
+        fill("SELECT __A__ + __B__", "t", a="1")
+    with pytest.raises(SqlFileError, match="no placeholder for __C__"):
+        fill("SELECT __A__", "t", a="1", c="3")
+
+
+def test_every_placeholder_in_sql_is_one_the_code_fills():
+    """Each file with placeholders, filled the way its caller fills it, leaves none behind."""
+    fills = {"rollup/cost": {"team_rules": "''"}, "rollup/spend": {"team_rules": "''"},
+             "rollup/compliance_residency": {"allowed": "0"}, "alerts/compliance": {"policy": "residency"},
+             "billing/load_periods": {"stage": "s"}, "billing/load_totals": {"stage": "s"}}
+    for path in sorted(SQL_DIR.rglob("*.sql")):
+        name = str(path.relative_to(SQL_DIR).with_suffix(""))
+        if PLACEHOLDER.search(text(name)):
+            assert name in fills, f"{name} has placeholders no test knows how its caller fills"
+            assert not PLACEHOLDER.search(sql(name, **fills[name]))
+
+
+def test_a_missing_file_names_itself():
+    with pytest.raises(SqlFileError, match="no SQL file .*nowhere.sql"):
+        sql("rollup/nowhere")
+
+
+def test_migrations_must_be_numbered_once(tmp_path):
+    (tmp_path / "001_a.sql").write_text("SELECT 1")
+    (tmp_path / "002_b.sql").write_text("SELECT 1")
+    assert [(v, n) for v, n, _ in migration_files(tmp_path)] == [(1, "a"), (2, "b")]
+    (tmp_path / "002_c.sql").write_text("SELECT 1")
+    with pytest.raises(SqlFileError, match="two migrations numbered 002"):
+        migration_files(tmp_path)
+    (tmp_path / "002_c.sql").unlink()
+    (tmp_path / "3_d.sql").write_text("SELECT 1")
+    with pytest.raises(SqlFileError, match="NNN_name.sql"):
+        migration_files(tmp_path)
+
+
+def test_views_come_after_the_views_they_read(tmp_path):
+    (tmp_path / "v_a.sql").write_text("CREATE OR REPLACE VIEW v_a AS SELECT * FROM v_c")
+    (tmp_path / "v_b.sql").write_text("-- reads a table\nCREATE OR REPLACE VIEW v_b AS SELECT 1")
+    (tmp_path / "v_c.sql").write_text("CREATE OR REPLACE VIEW v_c AS SELECT * FROM v_b")
+    assert [name for name, _ in view_files(tmp_path)] == ["v_b", "v_c", "v_a"]
+    (tmp_path / "v_b.sql").write_text("CREATE OR REPLACE VIEW v_b AS SELECT * FROM v_a")
+    with pytest.raises(SqlFileError, match="cycle"):
+        view_files(tmp_path)
+    (tmp_path / "v_b.sql").write_text("CREATE OR REPLACE VIEW v_other AS SELECT 1")
+    with pytest.raises(SqlFileError, match="expected one CREATE OR REPLACE VIEW v_b"):
+        view_files(tmp_path)
