@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 
 gl_python
 gl_debian_packages prometheus prometheus-alertmanager chromium chromium-driver
+if command -v apt-get >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+    gl_say "note: no /usr/bin/chromium (Ubuntu has Chromium only as a snap): the dashboard's browser tests will fail"
+fi
 gl_venv test
 if [ -x .venv/bin/ruff ]; then
     gl_say "ruff check ."

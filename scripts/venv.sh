@@ -28,8 +28,12 @@ gl_debian_packages() {
         gl_say "no apt-get here (not Debian/Ubuntu): install by hand if missing: $*"
         return 0
     fi
+    # Installed packages and what they provide (Ubuntu's chromium is provided by chromium-browser).
+    local installed
+    installed=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}, ${Provides}\n' 2>/dev/null \
+        | awk '$1 == "ii" { $1 = ""; n = split($0, p, ","); for (i = 1; i <= n; i++) { sub(/\(.*/, "", p[i]); gsub(/ /, "", p[i]); if (p[i] != "") print p[i] } }')
     for pkg in "$@"; do
-        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+        grep -qxF "$pkg" <<<"$installed" || missing+=("$pkg")
     done
     [ "${#missing[@]}" -gt 0 ] || return 0
     if [ "$(id -u)" -ne 0 ]; then
@@ -65,6 +69,8 @@ gl_python() {
     read -r GL_PY_VERSION ok GL_PY_FULL GL_PY_REAL <<<"$info"
     [ "$ok" = 1 ] || gl_die "gpuledger needs Python 3.11 or newer; $GL_PY is Python $GL_PY_VERSION. Install a newer one and run again with PYTHON=/path/to/python3.11 (or newer)."
 }
+
+_gl_hash() { if command -v sha256sum >/dev/null 2>&1; then sha256sum; else cksum; fi | cut -d' ' -f1; }
 
 # The interpreter .venv was made from (its real path); fails if .venv does not run or lacks pip.
 _gl_venv_base() {
@@ -102,7 +108,7 @@ gl_venv() {
     fi
     [ -e "$GL_VENV" ] || _gl_make_venv
 
-    key=$({ cat "$GL_ROOT/pyproject.toml"; echo "$GL_PY_REAL $GL_PY_FULL"; } | sha256sum | cut -d' ' -f1)
+    key=$({ cat "$GL_ROOT/pyproject.toml"; echo "$GL_PY_REAL $GL_PY_FULL"; } | _gl_hash)
     if [ -f "$GL_STAMP" ]; then
         read -r stamp_key stamp_extras <"$GL_STAMP" || true
         if [ "$stamp_key" = "$key" ] && { [ -z "$extras" ] || [[ ",${stamp_extras:-}," == *",$extras,"* ]]; }; then
