@@ -1,4 +1,6 @@
-"""Shared fixtures: one embedded ClickHouse per test session, a fresh database per test.
+"""Fixtures for every folder: one embedded ClickHouse per test session, a fresh database per test,
+the project's shared sample data, the demo fleet, a quiet progress callback. (Shared helpers that
+are not fixtures are in ``tests/helpers.py``.)
 
 chDB hosts one engine directory per process, so every test that needs a store must use the
 ``store`` fixture (or ``store_dsn``) here rather than opening its own directory.
@@ -10,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from tests.helpers import ROOT
+
+SHARED_DATA = ROOT.parent / "shared" / "data"
 _counter = itertools.count()
 
 
@@ -41,6 +45,13 @@ def store(store_dsn):
 def shared_data() -> Path:
     assert SHARED_DATA.is_dir(), f"expected the project's shared sample data at {SHARED_DATA}"
     return SHARED_DATA
+
+
+@pytest.fixture
+def quiet():
+    """A progress callback that keeps the lines instead of printing them."""
+    lines: list[str] = []
+    return lines.append
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -21,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT, free_port
+
 SYSTEM_PYTHON = "/usr/bin/python3"
 READY_TIMEOUT_S = 600     # venv creation and pip install from the package index happen inside
 STOP_GRACE_S = 60         # SIGTERM waits for a running derive job before the process exits
@@ -74,12 +74,6 @@ def fresh_copy(dest: Path) -> None:
             shutil.copy2(source, target, follow_symlinks=False)
         except FileNotFoundError:      # removed while we copied
             continue
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tail(log: Path, chars: int = 4000) -> str:

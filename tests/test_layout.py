@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpuledger.cli import parser
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PRODUCT = ("base", "collector", "ingest", "alerts", "dashboard", "sim", "gpuledger")
 OURS = set(PRODUCT) | {"bench", "tests", "sql"}
 # package -> the packages of ours it may import (besides itself)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -21,15 +20,10 @@ from alerts.engine import Engine
 from alerts.rules import Rule
 from base.settings import Secret
 from base.sqlfiles import split_statements, text
+from tests.helpers import free_port
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class FakeClock:

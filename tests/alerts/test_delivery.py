@@ -4,8 +4,9 @@ import logging
 from alerts import outbox
 from alerts.config import ChannelConfig, DeliveryConfig
 from alerts.delivery.retry import attempts
+from tests.helpers import free_port
 
-from .conftest import free_port, make_engine, slack_channel, src_rule, webhook_channel
+from .conftest import make_engine, slack_channel, src_rule, webhook_channel
 
 
 def test_429_retry_after_is_honoured(astore, source, receiver, clock):

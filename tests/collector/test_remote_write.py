@@ -1,4 +1,4 @@
-"""remote_write payloads built with an independent minimal encoder (below), decoded by ours.
+"""remote_write payloads built with an independent minimal encoder (``tests/helpers.py``), decoded by ours.
 
 The encoder writes protobuf by the wire-format rules (varint keys, length-delimited
 messages, little-endian doubles) and snappy as literal-only blocks, which every snappy
@@ -7,7 +7,6 @@ A test against a real Prometheus sender belongs to the ingest side.
 """
 from __future__ import annotations
 
-import struct
 from datetime import datetime, timezone
 
 import cramjam
@@ -15,56 +14,9 @@ import pytest
 
 from collector.promtext import Sample
 from collector.remote_write import PayloadTooLarge, RemoteWriteError, decode, decode_write_request, records_from_remote_write
+from tests.helpers import series, snappy_literal, varint, write_request
 
 MIB = 1024 * 1024
-
-
-def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def field(number: int, wire: int, payload: bytes) -> bytes:
-    key = varint(number << 3 | wire)
-    return key + (varint(len(payload)) + payload if wire == 2 else payload)
-
-
-def label(name: str, value: str) -> bytes:
-    return field(1, 2, field(1, 2, name.encode()) + field(2, 2, value.encode()))
-
-
-def point(value: float, ts_ms: int) -> bytes:
-    return field(2, 2, field(1, 1, struct.pack("<d", value)) + field(2, 0, varint(ts_ms)))
-
-
-def series(labels: dict, points: list, exemplar: bool = False) -> bytes:
-    body = b"".join(label(k, v) for k, v in labels.items())
-    body += b"".join(point(v, t) for v, t in points)
-    if exemplar:   # field 3 (Exemplar) must be skipped
-        body += field(3, 2, label("trace_id", "abc") + field(2, 1, struct.pack("<d", 1.0)))
-    return field(1, 2, body)
-
-
-def write_request(*timeseries: bytes, metadata: bool = False) -> bytes:
-    body = b"".join(timeseries)
-    if metadata:   # field 3 (MetricMetadata) must be skipped
-        body += field(3, 2, field(1, 0, varint(2)) + field(2, 2, b"DCGM_FI_DEV_GPU_UTIL"))
-    return body
-
-
-def snappy_literal(data: bytes) -> bytes:
-    out = bytearray(varint(len(data)))
-    for i in range(0, len(data), 60):
-        chunk = data[i:i + 60]
-        out.append((len(chunk) - 1) << 2)       # literal tag, length-1 in the upper 6 bits
-        out += chunk
-    return bytes(out)
 
 
 DCGM_LABELS = {"gpu": "0", "UUID": "GPU-c4529c8d-69c4-b61d-e0bc-7b2460096005",

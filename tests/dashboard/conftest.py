@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import os
-import socket
 import tempfile
 import threading
 from pathlib import Path
@@ -19,17 +18,11 @@ from werkzeug.security import generate_password_hash
 from werkzeug.serving import make_server
 
 from dashboard.config import DashboardConfig, DashboardUser
+from tests.helpers import ROOT, free_port
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 USER, PASSWORD = "lead", "correct horse battery staple"
 INGEST_TOKEN = "ingest-token-for-tests"
-REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def basic(user: str, password: str) -> str:
@@ -89,12 +82,22 @@ def browser(site):
     driver.quit()
 
 
+@pytest.fixture
+def no_console_errors(browser):
+    """No browser console error during the test (the modules that drive Chromium use it for every test)."""
+    from tests.dashboard.browser import console_errors
+
+    console_errors(browser)
+    yield
+    assert console_errors(browser) == []
+
+
 @pytest.fixture(scope="session")
 def screenshots_dir():
     """Where the page tests save screenshots (None unless GPULEDGER_SCREENSHOTS is set)."""
     value = os.environ.get("GPULEDGER_SCREENSHOTS", "")
     if not value:
         return None
-    path = REPO / "docs" / "screenshots" if value == "1" else Path(value)
+    path = ROOT / "docs" / "screenshots" if value == "1" else Path(value)
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -16,7 +16,8 @@ from flask import Flask
 from base.errors import ConfigError
 from dashboard.auth import Authenticator, challenge
 from dashboard.config import DashboardConfig
-from tests.dashboard.conftest import INGEST_TOKEN, PASSWORD, USER, basic, free_port
+from tests.dashboard.conftest import INGEST_TOKEN, PASSWORD, USER, basic
+from tests.helpers import HttpClient, free_port
 
 DASH_PATHS = ["/", "/spend", "/alerts?team=research", "/_dash-layout", "/_dash-dependencies", "/assets/style.css"]
 
@@ -126,30 +127,9 @@ def test_no_auth_serves_without_credentials_and_says_no_data_yet(tmp_path):
             except requests.ConnectionError:
                 time.sleep(0.3)
         assert page is not None and page.status_code == 200, proc.stdout.read() if proc.poll() is not None else ""
-        calls = call_page(_Client(url), "overview", parse({}, date.today()).to_data())
-        assert calls and all(c.status == 200 for c in calls)
+        calls = call_page(HttpClient(url, timeout_s=60), "overview", parse({}, date.today()).to_data())
+        assert calls and all(c.status == 200 and c.response is not None for c in calls)
         assert "No data yet" in json.dumps(calls[0].response)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-
-
-class _Client:
-    """requests with the two methods probe needs, shaped like Flask's test client."""
-
-    def __init__(self, base: str):
-        self.base = base
-
-    def get(self, path):
-        return _Response(requests.get(self.base + path, timeout=30))
-
-    def post(self, path, data, content_type):
-        return _Response(requests.post(self.base + path, data=data, headers={"Content-Type": content_type}, timeout=60))
-
-
-class _Response:
-    def __init__(self, r):
-        self.status_code, self._r = r.status_code, r
-
-    def get_json(self, silent=False):
-        return self._r.json()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,8 +12,8 @@ import pytest
 from base.sqlfiles import sql as sql_text
 from dashboard import queries
 from dashboard.filters import Filters
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
 # gpu_cost_hour in the shape of each daily rollup: the same query over it must give the same numbers
 AS_HOURLY = {"gpu_cost_day": "(SELECT toDate(hour) AS day, * FROM gpu_cost_hour)", "team_demand_hour": "gpu_cost_hour"}
 # the per-GPU-day utilization spread as it was computed from gpu_cost_hour before gpu_cost_day existed
@@ -67,7 +66,7 @@ def same(daily: pd.DataFrame, hourly: pd.DataFrame, what: str) -> None:
 
 def test_only_the_short_bucket_heatmaps_scan_the_hourly_costs():
     """Everything else reads gpu_cost_day or team_demand_hour (a new query on gpu_cost_hour should too)."""
-    hourly = sorted(p.stem for p in (REPO / "sql" / "queries").glob("*.sql")
+    hourly = sorted(p.stem for p in (ROOT / "sql" / "queries").glob("*.sql")
                     if re.search(r"\bgpu_cost_hour\b", code(p.read_text())))
     assert hourly == ["util_heatmap_gpu", "util_heatmap_pool"]
 

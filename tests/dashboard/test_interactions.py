@@ -13,14 +13,9 @@ from selenium.webdriver.common.by import By
 
 from alerts.silences import list_silences
 from dashboard import ids
-from tests.dashboard.browser import by_json_id, console_errors, open_page, part, pick, table_rows, text, wait
+from tests.dashboard.browser import by_json_id, open_page, part, pick, table_rows, text, wait
 
-
-@pytest.fixture(autouse=True)
-def no_console_errors(browser):
-    console_errors(browser)
-    yield
-    assert console_errors(browser) == []
+pytestmark = pytest.mark.usefixtures("no_console_errors")
 
 
 def query_of(url: str) -> dict:

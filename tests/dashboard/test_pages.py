@@ -9,7 +9,9 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from dashboard.components import money
-from tests.dashboard.browser import console_errors, open_page, part, screenshot, table_rows, text
+from tests.dashboard.browser import open_page, part, screenshot, table_rows, text
+
+pytestmark = pytest.mark.usefixtures("no_console_errors")
 
 
 def window():
@@ -22,13 +24,6 @@ def window():
 
 def one(store, sql, **params):
     return store.rows(sql, window() | params)[0]
-
-
-@pytest.fixture(autouse=True)
-def no_console_errors(browser):
-    console_errors(browser)
-    yield
-    assert console_errors(browser) == []
 
 
 def test_overview_tiles_match_the_views(site, browser, screenshots_dir):

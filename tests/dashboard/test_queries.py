@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from dashboard import queries
 from dashboard.filters import Filters
+from tests.helpers import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
 COLUMNS = ["hour", "host", "gpu_uuid", "environment", "pool", "team", "held", "gpu_hours", "utilized_gpu_hours", "cost_usd"]
 
 
@@ -70,8 +69,8 @@ def test_filters_reach_sql_as_values(small_fleet):
 
 
 def test_dashboard_queries_read_views_and_rollups_never_raw_samples():
-    texts = [p.read_text() for p in (REPO / "sql" / "queries").glob("*.sql")]
-    texts += [p.read_text() for p in (REPO / "dashboard").rglob("*.py")]
+    texts = [p.read_text() for p in (ROOT / "sql" / "queries").glob("*.sql")]
+    texts += [p.read_text() for p in (ROOT / "dashboard").rglob("*.py")]
     assert len(texts) > 20
     assert not [t for t in texts if re.search(r"\bgpu_(samples|minute)\b", t)]
 

@@ -20,7 +20,8 @@ from urllib.parse import urlparse
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import ROOT
+
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 

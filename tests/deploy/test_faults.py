@@ -15,14 +15,13 @@ import logging
 import re
 import subprocess
 import time
-import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.deploy.procs import T0, Proc, free_port, gpuledger, query, start_up, up_config
+from tests.helpers import T0, TOKEN, Proc, agent_batch, free_port, gpuledger, query, start_up, up_config
 
 END = datetime(2026, 2, 20, tzinfo=timezone.utc)
 DAYS = 6
@@ -127,34 +126,20 @@ def test_rollup_killed_mid_derivation_then_run_again_matches_a_clean_derivation(
 def test_up_killed_mid_ingest_then_restarted_stores_every_round_once(tmp_path):
     store, config = tmp_path / "store", up_config(tmp_path / "gpuledger.toml")
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
-
-    def up():
-        proc = gpuledger(store, "up", "--host", "127.0.0.1", "--port", str(port), config=config)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(url + "/healthz", timeout=2).close()
-                return proc
-            except OSError:
-                time.sleep(0.2)
-        proc.kill()
-        raise AssertionError("gpuledger up did not start:\n" + proc.tail())
-
     agents, rounds = 3, 60
-    platform = up()
-    senders = [Proc(["-m", "tests.deploy.agent_proc", str(tmp_path / f"spool{a}"), url, str(a), "0", str(rounds),
+    platform, url = start_up(store, config, port=port)
+    senders = [Proc(["-m", "tests.agent_proc", str(tmp_path / f"spool{a}"), url, "0", str(rounds), "--agent", str(a),
                      "--every", "0.05"]) for a in range(agents)]
     try:
         deadline = time.monotonic() + 60
-        while sum(s.count("sent ") for s in senders) < agents * rounds // 3 and time.monotonic() < deadline:
+        while sum(s.count("sent ", prefix=True) for s in senders) < agents * rounds // 3 and time.monotonic() < deadline:
             time.sleep(0.02)
-        stored_before_kill = sum(s.count("sent ") for s in senders)
+        stored_before_kill = sum(s.count("sent ", prefix=True) for s in senders)
         platform.kill()                                               # mid-ingest: requests in flight
         time.sleep(1.0)                                               # agents spool and retry meanwhile
-        platform = up()
+        platform, _ = start_up(store, config, port=port)
         for s in senders:
-            s.wait_for("drained", timeout_s=180)
+            s.wait_for("drained", timeout_s=180, prefix=True)
             assert s.finish(30) == 0, s.tail()
     finally:
         for s in senders:
@@ -195,7 +180,6 @@ def run_agent_against_a_dead_platform(spool_dir: Path, max_mb: float, rounds: in
     from collector.batches import Batch
     from collector.shipper import PushDestination, Shipper
     from collector.spool import Spool
-    from tests.deploy.procs import agent_batch
 
     spool = Spool(spool_dir, max_bytes=int(max_mb * 1024 * 1024))
     shipper = Shipper(spool, PushDestination(f"http://127.0.0.1:{free_port()}", "t", timeout_s=1),
@@ -227,7 +211,6 @@ def exported(spool, shipper) -> dict:
 def deliver_and_count(tmp_path, spool, shipper) -> dict:
     """Start a platform, point the spool's shipper at it, drain, and count what it stored."""
     from collector.shipper import PushDestination
-    from tests.deploy.procs import TOKEN
 
     shipper.stop(drain_s=0)
     store = tmp_path / "store"

@@ -9,39 +9,11 @@ import threading
 import time
 import urllib.request
 
-import requests
-
 from dashboard import ids, probe
-from tests.deploy.procs import Proc, free_port, gpuledger, percentile
+from tests.helpers import HttpClient, Proc, free_port, gpuledger, percentile
 
 USERS = 50
 PAGES_PER_USER = 2
-
-
-class HttpClient:
-    """probe's client interface (``get``/``post`` with ``get_json``) over real HTTP."""
-
-    def __init__(self, base: str):
-        self.base, self.session = base, requests.Session()
-
-    def get(self, path):
-        return _Response(self.session.get(self.base + path, timeout=300))
-
-    def post(self, path, data, content_type):
-        return _Response(self.session.post(self.base + path, data=data, headers={"Content-Type": content_type}, timeout=300))
-
-
-class _Response:
-    def __init__(self, response):
-        self.status_code, self._response = response.status_code, response
-
-    def get_json(self, silent=False):
-        try:
-            return self._response.json()
-        except ValueError:
-            if silent:
-                return None
-            raise
 
 
 def health(url: str) -> dict:

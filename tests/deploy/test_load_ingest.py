@@ -7,24 +7,54 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.error
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.deploy.procs import (
-    BATCH_HEADERS,
-    RW_HEADERS,
-    agent_batch,
-    percentile,
-    post_until_stored,
-    query,
-    remote_write_body,
-    start_up,
-    up_config,
-)
+from tests.helpers import T0, TOKEN, agent_batch, percentile, query, series, start_up, up_config, write_request
 
 AGENTS = 500
 GPUS = 8
 BURST_DEADLINE_S = 120
+BATCH_HEADERS = {"Content-Type": "application/json", "Content-Encoding": "gzip", "Authorization": f"Bearer {TOKEN}"}
+RW_HEADERS = {"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
+              "X-Prometheus-Remote-Write-Version": "0.1.0", "Authorization": f"Bearer {TOKEN}"}
+
+
+def remote_write_body(sender: int, gpus: int = 8) -> bytes:
+    """A Prometheus remote_write 1.0 request (snappy protobuf) with one dcgm scrape of a node."""
+    import cramjam
+
+    ts_ms = int(T0.timestamp() * 1000)
+    host = f"prom-node-{sender:04d}"
+    timeseries = []
+    for g in range(gpus):
+        labels = {"UUID": f"GPU-rw-{sender:04d}-{g}", "Hostname": host, "gpu": str(g), "modelName": "NVIDIA H100 80GB HBM3"}
+        timeseries.append(series({"__name__": "DCGM_FI_DEV_GPU_UTIL", **labels}, [(float(g * 10), ts_ms)]))
+        timeseries.append(series({"__name__": "DCGM_FI_DEV_POWER_USAGE", **labels}, [(300.0 + g, ts_ms)]))
+    return bytes(cramjam.snappy.compress_raw(write_request(*timeseries)))
+
+
+def post_until_stored(url: str, body: bytes, headers: dict, deadline: float) -> tuple[float, int, int]:
+    """POST like an agent or Prometheus: retry 5xx and connection errors until a 2xx.
+
+    Returns (seconds from the first try to the stored answer, tries, final status)."""
+    started, tries = time.perf_counter(), 0
+    while True:
+        tries += 1
+        try:
+            request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return time.perf_counter() - started, tries, response.status
+        except urllib.error.HTTPError as e:
+            if e.code < 500:
+                return time.perf_counter() - started, tries, e.code
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            return time.perf_counter() - started, tries, 0
+        time.sleep(min(0.05 * tries, 0.5))
 
 
 def figures(name: str, results: list[tuple[float, int, int]], wall: float) -> dict:

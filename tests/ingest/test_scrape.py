@@ -12,7 +12,7 @@ from collector.agent import Agent, open_sampler, serve_metrics
 from gpuledger.platform import Platform
 from ingest.scrape import ScrapeError, ScrapeJob, add_quiet_job
 from ingest.telemetry_config import MappedMetric, ScrapeTarget
-from tests.telemetry.helpers import fake_node, free_port, platform_config
+from tests.helpers import fake_node, free_port, platform_config
 
 DCGM_TEXT = """\
 # HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).

@@ -5,7 +5,7 @@ import pytest
 
 from ingest.billing.load import ingest_billing
 from ingest.rollup.run import rollup
-from tests.analytics.conftest import at, focus_file, insert_samples, series
+from tests.ingest.rollup.conftest import at, focus_file, insert_samples, series
 
 DAY = date(2026, 3, 2)
 ONPREM = {"host": "dgx-1", "gpu_uuid": "GPU-1", "environment": "onprem", "pool": "dgx"}

@@ -1,15 +1,9 @@
-"""Billing test fixtures: moto's real server on loopback, sample files, a helper to load."""
+"""Billing load test fixtures: moto's real server on loopback, the FOCUS sample files."""
 from __future__ import annotations
-
-import socket
 
 import pytest
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.helpers import free_port
 
 
 @pytest.fixture(scope="session")
@@ -42,9 +36,3 @@ def focus_dir(shared_data):
 @pytest.fixture
 def focus_sample(focus_dir):
     return focus_dir / "focus_1.0_sample_first600rows.csv"
-
-
-@pytest.fixture
-def quiet():
-    lines: list[str] = []
-    return lines.append

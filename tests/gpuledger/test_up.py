@@ -1,16 +1,11 @@
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.helpers import free_port
 
 
 def test_up_serves_health_and_stops_cleanly_on_sigterm(tmp_path):

@@ -10,8 +10,8 @@ from prometheus_client import generate_latest
 from base.errors import InputError
 from collector.agent import Agent, open_sampler
 from ingest.samples import ingest_samples
-from tests.telemetry.helpers import fake_node
-from tests.telemetry.test_scrape import DCGM_TEXT
+from tests.helpers import fake_node
+from tests.ingest.test_scrape import DCGM_TEXT
 
 
 def test_agent_and_dcgm_text_files_load_once(tmp_path, store):

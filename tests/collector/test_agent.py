@@ -20,7 +20,7 @@ from gpuledger.config import Config
 from gpuledger.platform import Platform
 from ingest.receiver import register_receiver
 from ingest.telemetry_config import ReceiverConfig
-from tests.telemetry.helpers import ServedPlatform, fake_node, free_port, get, platform_config
+from tests.helpers import ServedPlatform, fake_node, free_port, get, platform_config
 
 
 def parse(*argv):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -11,8 +10,9 @@ import pytest
 from collector.billing import aws_cur, azure, gcp
 from collector.billing.tables import read_csv
 from ingest.billing.load import ingest_billing
+from tests.helpers import ROOT
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "billing.md"
+DOCS = ROOT / "docs" / "billing.md"
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """`gpuledger up` with the telemetry parts, as its own process on its own embedded store.
 
-Used by test_outage.py (a store that can go away): ``python -m tests.telemetry.platform_proc
-STORE_DIR PORT`` with the receiver token in $INGEST_TOKEN. Stops on SIGTERM.
+Used by test_outage.py (a store that can go away): ``python -m tests.ingest.platform_proc
+STORE_DIR PORT`` with the receiver token in $GPULEDGER_INGEST_TOKEN. Stops on SIGTERM.
 """
 import logging
 import os
@@ -22,7 +22,7 @@ if __name__ == "__main__":
     store = connect(f"chdb://{store_dir}")
     prepare(store)
     cfg = Config()
-    cfg.receiver = ReceiverConfig(token=Secret(os.environ["INGEST_TOKEN"], "env INGEST_TOKEN"))
+    cfg.receiver = ReceiverConfig(token=Secret(os.environ["GPULEDGER_INGEST_TOKEN"], "env GPULEDGER_INGEST_TOKEN"))
     cfg.collector = CollectorConfig(local_sampling=False)
     cfg.scrape = []
     platform = Platform(cfg, store)

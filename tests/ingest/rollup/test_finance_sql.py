@@ -1,10 +1,11 @@
 """sql/README.md cannot drift: every view is documented, and every example runs on demo data."""
 import re
-from pathlib import Path
 
 import pytest
 
-DOC = (Path(__file__).resolve().parents[2] / "sql" / "README.md").read_text()
+from tests.helpers import ROOT
+
+DOC = (ROOT / "sql" / "README.md").read_text()
 EXAMPLES = re.findall(r"```sql\n(.*?)```", DOC, re.S)
 
 

@@ -11,9 +11,7 @@ from base.settings import Secret
 from gpuledger.platform import Platform
 from ingest.receiver import register_receiver
 from ingest.telemetry_config import ReceiverConfig
-from tests.collector.test_remote_write import series, snappy_literal, write_request
-from tests.telemetry.helpers import platform_config
-from tests.telemetry.test_spool import batch
+from tests.helpers import batch, platform_config, series, snappy_literal, write_request
 
 UUID = "GPU-5f0c6a0e-1111-2222-3333-444455556666"
 TS = 1_784_000_000_000

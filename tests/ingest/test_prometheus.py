@@ -13,7 +13,7 @@ from collector.agent import Agent, open_sampler, serve_metrics
 from gpuledger.platform import Platform
 from ingest.receiver import register_receiver
 from ingest.telemetry_config import ReceiverConfig
-from tests.telemetry.helpers import ServedPlatform, fake_node, free_port, get, platform_config, wait_until
+from tests.helpers import ServedPlatform, fake_node, free_port, get, platform_config, wait_until
 
 PROMETHEUS = "/usr/bin/prometheus"
 COLUMNS = ("host", "gpu_uuid", "gpu_index", "model", "pool", "util_gpu", "util_mem", "mem_used_bytes",

@@ -6,7 +6,7 @@ import sys
 
 from bench.__main__ import bench_modules
 from gpuledger.cli import main
-from tests.deploy.procs import ROOT, env
+from tests.helpers import ROOT, env
 
 
 def test_schema_command_prints_single_node_and_cluster_ddl(capsys, store):

@@ -3,25 +3,14 @@ drops the oldest (counted, logged, exported), and a replay after a crash stores 
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta, timezone
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from collector.batches import Batch
-from collector.records import GPU_SAMPLE_COLUMNS, GpuSample, as_row
+from collector.records import GPU_SAMPLE_COLUMNS
 from collector.shipper import Shipper
 from collector.spool import Spool
 from ingest.writer import StoreDestination, insert_batch
-
-T0 = datetime(2026, 3, 2, 12, 0, tzinfo=timezone.utc)
-
-
-def batch(n: int, rows: int = 3, host: str = "node-1") -> Batch:
-    records = [GpuSample(ts=T0 + timedelta(seconds=10 * n), host=host, gpu_uuid=f"GPU-{g}",
-                         gpu_index=g, util_gpu=float(n % 100), power_w=100.0 + g, source="nvml")
-               for g in range(rows)]
-    return Batch(f"{host}/gpu_samples/{n}", "gpu_samples", GPU_SAMPLE_COLUMNS,
-                 [list(as_row(r)) for r in records])
+from tests.helpers import batch
 
 
 def test_batches_survive_a_restart_until_acknowledged(tmp_path):

@@ -54,30 +54,17 @@ def test_secret_from_env_and_file_never_shown(tmp_path):
 
 def test_example_config_is_valid_and_complete():
     """The shipped example loads, and documents every key the schema has."""
-    import dataclasses
     import tomllib
-    import typing
-    from pathlib import Path
 
     from gpuledger.config import Config
+    from tests.helpers import ROOT, config_keys
 
-    example = Path(__file__).resolve().parents[2] / "gpuledger.example.toml"
+    example = ROOT / "gpuledger.example.toml"
     load(str(example), env={"SLACK_WEBHOOK_URL": "https://hooks.invalid/x", "SMTP_PASSWORD": "x",
                             "GPULEDGER_DASHBOARD_PASSWORD": "x", "CLICKHOUSE_PASSWORD": "x",
                             "AZURE_CLIENT_SECRET": "x"})
     text = example.read_text()
-
-    def walk(cls, seen):
-        for name, hint in typing.get_type_hints(cls).items():
-            if name == "source":
-                continue
-            yield name
-            for candidate in (hint, *getattr(hint, "__args__", ())):
-                if dataclasses.is_dataclass(candidate) and candidate not in seen:
-                    seen.add(candidate)
-                    yield from walk(candidate, seen)
-
-    undocumented = sorted({k for k in walk(Config, set()) if f"{k} =" not in text and f"[{k}]" not in text
+    undocumented = sorted({k for k in config_keys(Config, skip=("source",)) if f"{k} =" not in text and f"[{k}]" not in text
                            and f"[[{k}]]" not in text and f".{k}]" not in text})
     assert undocumented == []
     tomllib.loads(text)
