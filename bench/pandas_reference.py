@@ -4,7 +4,7 @@ measures the SQL against (bench/bench_derive.py).
 It computes what sql/rollup/minute.sql, hour.sql and idle.sql compute — every column of
 gpu_minute and gpu_hour, and the idle windows with owner, labels and cost — from the sample files,
 one UTC day at a time with the neighbouring days' samples that hold into it.
-tests/test_pandas_reference.py checks that both give the same tables, so the benchmark compares
+tests/bench/test_pandas_reference.py checks that both give the same tables, so the benchmark compares
 like with like. Straightforward means whole-column pandas/numpy operations (sort, shift, groupby,
 merge_asof), no per-row Python and no tricks.
 """
