@@ -28,6 +28,8 @@ from ingest.writer import file_format, load_file
 log = logging.getLogger(__name__)
 
 TABLE = "gpu_samples"
+KEY = ("host", "gpu_uuid", "mig_instance", "ts")      # what makes a sample row the same row
+INTENT = "samples:loading"                           # ingested_files kind of a load under way
 REQUIRED = ("ts", "host", "gpu_uuid")
 PROM_SUFFIXES = (".prom", ".txt")
 SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz") + PROM_SUFFIXES
@@ -133,7 +135,13 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
             report.skipped.append(str(path))
             progress(f"[{number}/{len(files)}] {path}: already loaded (as {previous}), skipped")
             continue
-        rows = load_promtext(store, path) if promtext else load_one(store, path, fmt, columns, types)
+        # an intent recorded first: if this process is killed before the file is recorded as
+        # loaded, the next run finds the intent and does not attach the file's days twice
+        repair = KEY if not previous and already_loaded(store, INTENT, digest) else ()
+        if repair:
+            progress(f"[{number}/{len(files)}] {path}: an earlier load of it was interrupted; finishing it")
+        record_loaded(store, INTENT, path, digest, 0)
+        rows = load_promtext(store, path, repair) if promtext else load_one(store, path, fmt, columns, types, repair)
         record_loaded(store, "samples", path, digest, rows)
         report.files_loaded += 1
         report.rows += rows
@@ -141,9 +149,9 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
     return report
 
 
-def load_one(store, path: Path, fmt: str, columns: list[str], types: dict[str, str]) -> int:
+def load_one(store, path: Path, fmt: str, columns: list[str], types: dict[str, str], repair=()) -> int:
     try:
-        return load_file(store, TABLE, path, columns, fmt)
+        return load_file(store, TABLE, path, columns, fmt, repair=repair)
     except Exception as exc:
         if not hasattr(exc, "code") and "DB::Exception" not in str(exc):
             raise
@@ -154,7 +162,7 @@ def load_one(store, path: Path, fmt: str, columns: list[str], types: dict[str, s
         raise InputError(f"ClickHouse refused the file ({first_line(exc)}); nothing from this file was stored", path=str(path)) from None
 
 
-def load_promtext(store, path: Path) -> int:
+def load_promtext(store, path: Path, repair=()) -> int:
     """Load one Prometheus text exposition file all-or-nothing; return the rows stored."""
     from datetime import datetime, timezone
 
@@ -187,5 +195,7 @@ def load_promtext(store, path: Path) -> int:
                 raise
             raise InputError(f"ClickHouse refused the samples ({first_line(exc)}); nothing from this file was stored",
                              path=str(path)) from None
+        if repair:
+            stage.drop_stored(TABLE, repair)
         stage.attach_to()
         return len(records)

@@ -236,6 +236,21 @@ class Stage:
             self.store.command(f"ALTER TABLE `{table}` DROP PARTITION ID '{pid}'")
         return sorted(set(held) | set(partition_ids))
 
+    def drop_stored(self, table: str, key: Sequence[str]) -> list[str]:
+        """Drop from the stage each partition whose every row (by ``key``) ``table`` already holds:
+        what an interrupted earlier load of the same input attached (ATTACH is atomic per
+        partition, so a partition is attached whole or not at all). Returns the ids dropped."""
+        keys = ", ".join(f"`{k}`" for k in key)
+        dropped = []
+        for pid in self.store.partitions(self.name):
+            held = self.store.rows(
+                f"SELECT count(), countIf(({keys}) IN (SELECT {keys} FROM `{table}` WHERE _partition_id = {{p:String}})) "
+                f"FROM `{self.name}` WHERE _partition_id = {{p:String}}", {"p": pid})[0]
+            if held[0] and held[0] == held[1]:
+                self.store.command(f"ALTER TABLE `{self.name}` DROP PARTITION ID '{pid}'")
+                dropped.append(pid)
+        return dropped
+
     def exchange(self) -> None:
         """Swap the stage and the table it copies, atomically; the old rows go when the stage is dropped."""
         self.store.command(f"EXCHANGE TABLES `{self.name}` AND `{self.like}`")

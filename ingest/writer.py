@@ -143,10 +143,13 @@ def structure(types: dict[str, str], columns: Sequence[str]) -> str:
     return ", ".join(f"`{c}` {types[c]}" for c in columns)
 
 
-def load_file(store, table: str, path: Path, columns: Sequence[str], fmt: str, settings: dict | None = None) -> int:
-    """Load ``path`` into ``table`` all-or-nothing; return the rows stored.
+def load_file(store, table: str, path: Path, columns: Sequence[str], fmt: str, settings: dict | None = None,
+              repair: Sequence[str] = ()) -> int:
+    """Load ``path`` into ``table`` all-or-nothing; return the rows it holds.
 
     Embedded stores read the file in-process (ClickHouse's own reader); servers are sent its bytes.
+    ``repair`` (the table's key columns) finishes a load that was interrupted: the file's
+    partitions the table already holds are not attached again.
     """
     types = store.column_types(table)
     all_settings = {**READ_SETTINGS, **(settings or {})}
@@ -159,5 +162,7 @@ def load_file(store, table: str, path: Path, columns: Sequence[str], fmt: str, s
             data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
             stage.fill_bytes(data, columns, fmt, all_settings)
         rows = stage.count()
+        if repair:
+            stage.drop_stored(table, repair)
         stage.attach_to()
         return rows

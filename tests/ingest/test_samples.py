@@ -83,7 +83,7 @@ def test_bad_row_is_named_and_nothing_is_stored(store, tmp_path, body, row, colu
     assert (info.value.path, info.value.row, info.value.column) == (str(bad), row, column)
     assert reason in str(info.value)
     assert store.scalar("SELECT count() FROM gpu_samples") == 1  # earlier data intact, nothing partial
-    assert store.scalar("SELECT count() FROM ingested_files") == 1
+    assert store.scalar("SELECT count() FROM ingested_files WHERE kind = 'samples'") == 1
     fixed = tmp_path / "fixed.csv"
     fixed.write_text("ts,host,gpu_uuid,util_gpu\n2026-03-01 00:00:00,a,GPU-1,5\n")
     ingest_samples(store, [fixed], progress=lambda m: None)
@@ -110,3 +110,24 @@ def test_unknown_and_missing_columns_are_named(store, tmp_path):
 def test_every_documented_column_is_a_table_column(store):
     types = store.column_types("gpu_samples")
     assert list(types) == list(GPU_SAMPLE_COLUMNS) or set(types) == set(GPU_SAMPLE_COLUMNS)
+
+
+def test_a_load_killed_after_attaching_some_days_is_finished_not_doubled(store, tmp_path):
+    """What a SIGKILL between attaching a file's days and recording the file leaves behind: the
+    intent record and some of its days. The next run attaches only the missing days."""
+    from ingest.samples import INTENT, record_loaded, sha256
+
+    frame = pd.concat([sample_frame(400), sample_frame(400).assign(ts=lambda f: f["ts"] + pd.Timedelta(days=1))])
+    path = tmp_path / "two-days.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
+    record_loaded(store, INTENT, path, sha256(path), 0)
+    first_day = frame[frame["ts"] < pd.Timestamp("2026-03-02T00:00:00Z")]
+    store.insert("gpu_samples", first_day)                  # the day the killed run had attached
+    lines = []
+    report = ingest_samples(store, [path], progress=lines.append)
+    assert report.files_loaded == 1 and "an earlier load of it was interrupted" in lines[0]
+    assert store.scalar("SELECT count() FROM gpu_samples") == len(frame) == 800
+    assert store.scalar("SELECT uniqExact(host, gpu_uuid, ts) FROM gpu_samples") == 800
+    # a file loaded in full and then loaded again with --force is loaded again, as asked
+    assert ingest_samples(store, [path], progress=lambda m: None, force=True).rows == 800
+    assert store.scalar("SELECT count() FROM gpu_samples") == 1600
