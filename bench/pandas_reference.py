@@ -43,7 +43,7 @@ def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rate
     ``thresholds``: pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes (config_pools);
     ``rates``: host, gpu_uuid, mig_instance, hour, usd_per_s (what a covered second cost)."""
     margin = timedelta(seconds=analytics.max_gap_s)
-    minutes, hours, loaded = [], [], {}
+    minutes, hours, idle, loaded = [], [], [], {}
     for i in range(len(files)):
         # this day's samples and its neighbours' (a sample before midnight holds into the day)
         for j in range(max(i - 1, 0), min(i + 2, len(files))):
@@ -59,8 +59,9 @@ def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rate
         day_minutes = minute_rollup(frame, d0, d1, analytics)
         minutes.append(day_minutes)
         hours.append(hour_rollup(day_minutes))
-    all_minutes = pd.concat(minutes, ignore_index=True)
-    return all_minutes, pd.concat(hours, ignore_index=True), idle_windows(all_minutes, analytics, thresholds, rates)
+        idle.append(held_samples(frame, d0, d1, analytics))
+    windows = idle_windows(pd.concat(idle, ignore_index=True), analytics, thresholds, rates)
+    return pd.concat(minutes, ignore_index=True), pd.concat(hours, ignore_index=True), windows
 
 
 def day_start(table: pa.Table) -> datetime:
@@ -68,13 +69,12 @@ def day_start(table: pa.Table) -> datetime:
     return datetime.combine(first.date(), datetime.min.time(), timezone.utc)
 
 
-def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd.DataFrame:
-    """gpu_minute of the day [d0, d1) from the samples of [d0 - max_gap, d1 + max_gap)."""
-    df = df.sort_values(ENTITY + ["ts"], ignore_index=True)
+def holds(df: pd.DataFrame, analytics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(entity number, time in s, hold in s) of each sample of ``df`` (sorted by entity and time):
+    a sample holds until the next one of its GPU within max_gap, else for the interval before it,
+    else for the default interval."""
     entity = df.groupby(ENTITY, observed=True, sort=False).ngroup().to_numpy()
     t = df["ts"].to_numpy("datetime64[ms]").astype(np.int64) / 1000.
-    # a sample holds until the next one of its GPU within max_gap, else for the interval before it,
-    # else for the default interval
     same_next = np.r_[entity[1:] == entity[:-1], False]
     same_prev = np.r_[False, entity[1:] == entity[:-1]]
     step = np.r_[t[1:] - t[:-1], np.inf]
@@ -82,6 +82,13 @@ def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd
     gap_prev = np.where(same_prev, np.r_[np.inf, step[:-1]], np.inf)
     hold = np.where(gap_next <= analytics.max_gap_s, gap_next,
                     np.where(gap_prev <= analytics.max_gap_s, gap_prev, float(analytics.default_interval_s)))
+    return entity, t, hold
+
+
+def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd.DataFrame:
+    """gpu_minute of the day [d0, d1) from the samples of [d0 - max_gap, d1 + max_gap)."""
+    df = df.sort_values(ENTITY + ["ts"], ignore_index=True)
+    entity, t, hold = holds(df, analytics)
     a = np.maximum(t, d0.timestamp())
     b = np.minimum(t + hold, d1.timestamp())
 
@@ -166,45 +173,68 @@ def bit_or(groups, values: pd.Series) -> np.ndarray:
     return np.bitwise_or.reduceat(values.to_numpy(np.uint64)[order], starts)
 
 
-def idle_windows(minutes: pd.DataFrame, analytics, thresholds: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
-    """Idle windows (sql/rollup/idle.sql) over all of ``minutes``."""
-    m = minutes[minutes["covered_s"] >= 30].merge(thresholds, on="pool", how="left")
-    m = m.sort_values(ENTITY + ["minute"], ignore_index=True)
-    util_gpu = m["util_gpu_s"] / m["util_covered_s"].replace(0, np.nan)
-    util_mem = m["util_mem_s"] / m["util_mem_covered_s"].replace(0, np.nan)
-    m["util_gpu"], m["util_mem"] = util_gpu, util_mem
-    m["idle"] = util_gpu.notna() & (util_gpu < m["idle_util_gpu_pct"]) & (util_mem.fillna(0) < m["idle_util_mem_pct"])
-    owner = pd.util.hash_pandas_object(m[OWNER].astype(str), index=False).to_numpy()
-    m["owner_key"] = np.where(m["held"] == 1, owner, 0)
-    m["entity"] = m.groupby(ENTITY, observed=True, sort=False).ngroup()
-    m["rank"] = m.groupby("entity").cumcount()
+def held_samples(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd.DataFrame:
+    """The samples of the day [d0, d1) with how long each holds (its neighbours come from the
+    margins of ``df``), clipped to the day's end: what idle windows are made of."""
+    df = df.sort_values(ENTITY + ["ts"], ignore_index=True)
+    _, t, hold = holds(df, analytics)
+    day = (t >= d0.timestamp()) & (t < d1.timestamp())
+    out = df.loc[day, ["ts"] + ENTITY + ["environment", "region", "pool", "instance_id", "model", "util_gpu", "util_mem",
+                                         "process_count"] + OWNER].reset_index(drop=True)
+    out["t"], out["end"] = t[day], np.minimum(t[day] + hold[day], d1.timestamp())
+    return out
 
-    idle = m[m["idle"]]
-    same = idle["entity"].to_numpy()[1:] == idle["entity"].to_numpy()[:-1]
-    joined = (same & (np.diff(idle["rank"].to_numpy()) == 1)
-              & (np.diff(idle["minute"].to_numpy()).astype("timedelta64[s]").astype(np.int64)
-                 <= (analytics.idle_max_gap_minutes + 1) * 60)
-              & (idle["owner_key"].to_numpy()[1:] == idle["owner_key"].to_numpy()[:-1])
-              & (idle["held"].to_numpy()[1:] == idle["held"].to_numpy()[:-1]))
-    idle = idle.assign(run=np.cumsum(np.r_[True, ~joined]))
-    idle = idle.assign(hour=idle["minute"].dt.floor("h")).merge(rates, on=ENTITY + ["hour"], how="left")
-    idle["weighted_gpu"] = idle["util_gpu"] * idle["covered_s"]
-    idle["weighted_mem"] = idle["util_mem"].fillna(0) * idle["covered_s"]
-    idle["cost"] = idle["covered_s"] * idle["usd_per_s"]
-    w = idle.groupby("run").agg(
+
+def idle_windows(samples: pd.DataFrame, analytics, thresholds: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
+    """Idle windows (DESIGN.md "Idle window"), straight from their definition: a run of consecutive
+    idle samples of one GPU and owner, each held until the next, with no busy sample inside and no
+    no-data gap over idle_max_gap_minutes, lasting at least the pool's idle_min_minutes."""
+    s = samples.merge(thresholds, on="pool", how="left").sort_values(ENTITY + ["ts"], ignore_index=True)
+    s["idle"] = (s["util_gpu"].notna() & (s["util_gpu"] < s["idle_util_gpu_pct"])
+                 & (s["util_mem"].fillna(0) < s["idle_util_mem_pct"]))
+    s["held"] = ((s["process_count"].fillna(0) > 0)
+                 | (s["process_count"].isna() & ((s["job_id"] != "") | (s["user"] != "") | (s["k8s_pod"] != "")))
+                 ).astype(np.uint8)
+    s["owner"] = pd.util.hash_pandas_object(s[OWNER + ["held"]].astype(str), index=False).to_numpy()
+    s["entity"] = s.groupby(ENTITY, observed=True, sort=False).ngroup()
+
+    # a window breaks before a sample when it is busy, or the sample before it is of another GPU,
+    # busy, of another owner, or stopped holding more than the bridge before it
+    prev = s.shift(1)
+    breaks = ~(s["idle"] & (prev["entity"] == s["entity"]) & prev["idle"].fillna(False).astype(bool)
+               & (prev["owner"] == s["owner"]) & (s["t"] - prev["end"] <= analytics.idle_max_gap_minutes * 60))
+    s["window"] = breaks.cumsum()
+    idle = s[s["idle"]].copy()
+
+    # cost: each sample's held time, cut at hours, at its GPU-hour's cost per covered second
+    first, last = np.floor(idle["t"].to_numpy() / 3600), np.ceil(idle["end"].to_numpy() / 3600)
+    count = (last - first).astype(np.int64)
+    rep = np.repeat(np.arange(len(idle)), count)
+    h = np.repeat(first, count) + np.arange(len(rep)) - np.repeat(np.cumsum(count) - count, count)
+    pieces = idle.iloc[rep].reset_index(drop=True)
+    pieces["covered"] = (np.minimum(pieces["end"].to_numpy(), (h + 1) * 3600)
+                         - np.maximum(pieces["t"].to_numpy(), h * 3600))
+    pieces["hour"] = pd.to_datetime(h * 3600, unit="s", utc=True).astype("datetime64[ms, UTC]")
+    pieces = pieces.merge(rates, on=ENTITY + ["hour"], how="left")
+    pieces["cost"] = pieces["covered"] * pieces["usd_per_s"].fillna(0)
+    pieces["weighted_gpu"] = pieces["util_gpu"] * pieces["covered"]
+    pieces["weighted_mem"] = pieces["util_mem"].fillna(0) * pieces["covered"]
+
+    w = pieces.groupby("window").agg(
         **{c: (c, "first") for c in ENTITY + ["environment", "region", "pool", "instance_id", "model"] + OWNER},
-        start=("minute", "min"), last=("minute", "max"), held=("held", "first"), min_minutes=("idle_min_minutes", "first"),
-        covered=("covered_s", "sum"), weighted_gpu=("weighted_gpu", "sum"), weighted_mem=("weighted_mem", "sum"),
+        start=("t", "min"), end=("end", "max"), held=("held", "first"), min_minutes=("idle_min_minutes", "first"),
+        covered_s=("covered", "sum"), weighted_gpu=("weighted_gpu", "sum"), weighted_mem=("weighted_mem", "sum"),
         cost_usd=("cost", "sum"))
-    w["end"] = w["last"] + pd.Timedelta(minutes=1)
-    w["duration_s"] = (w["end"] - w["start"]).dt.total_seconds().astype(np.int64)
+    w["duration_s"] = (np.round(w["end"] * 1000) - np.round(w["start"] * 1000)) / 1000
     w = w[w["duration_s"] >= w["min_minutes"] * 60].copy()
+    for column in ("start", "end"):
+        w[column] = pd.to_datetime(np.round(w[column] * 1000).astype(np.int64), unit="ms", utc=True)
     w["kind"] = np.where(w["held"] == 1, "allocated", "unallocated")
     for column in OWNER:
         w[column] = np.where(w["held"] == 1, w[column].astype(str), "")
-    w["avg_util_gpu"] = (w["weighted_gpu"] / w["covered"]).astype(np.float32)
-    w["avg_util_mem"] = (w["weighted_mem"] / w["covered"]).astype(np.float32)
-    return w.drop(columns=["last", "held", "min_minutes", "covered", "weighted_gpu", "weighted_mem"]).reset_index(drop=True)
+    w["avg_util_gpu"] = (w["weighted_gpu"] / w["covered_s"]).astype(np.float32)
+    w["avg_util_mem"] = (w["weighted_mem"] / w["covered_s"]).astype(np.float32)
+    return w.drop(columns=["held", "min_minutes", "weighted_gpu", "weighted_mem"]).reset_index(drop=True)
 
 
 def inputs(store) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -213,7 +243,9 @@ def inputs(store) -> tuple[pd.DataFrame, pd.DataFrame]:
     thresholds = store.client.query_df(
         "SELECT pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes FROM config_pools")
     rates = store.client.query_df(
-        "SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) / nullIf(sum(gpu_hours) * 3600, 0) AS usd_per_s "
-        "FROM gpu_cost_hour GROUP BY host, gpu_uuid, mig_instance, hour")
+        "SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) / any(covered_s) AS usd_per_s FROM gpu_cost_hour "
+        "INNER JOIN (SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS covered_s FROM gpu_hour "
+        "GROUP BY host, gpu_uuid, mig_instance, hour) AS g USING (host, gpu_uuid, mig_instance, hour) "
+        "GROUP BY host, gpu_uuid, mig_instance, hour")
     rates["hour"] = pd.to_datetime(rates["hour"], utc=True).astype("datetime64[ms, UTC]")
     return thresholds, rates

@@ -106,6 +106,14 @@ def idle_cost(df: pd.DataFrame, by: str) -> dict:
                    yaxis=_title("USD wasted idle"), xaxis={"categoryorder": "total descending"})
 
 
+def waste_by_team(df: pd.DataFrame) -> dict:
+    """Each team's waste in its parts, worst first."""
+    parts = [("idle_allocated_usd", "idle, allocated", "#e03131"), ("idle_unallocated_usd", "idle, unallocated", "#f08c00"),
+             ("unused_usd", "unused (outside idle windows)", "#fcc419")]
+    return _figure([_bar(name, df["team"], df[column], color) for column, name, color in parts], 320, barmode="stack",
+                   yaxis=_title("USD wasted"), xaxis={"categoryorder": "array", "categoryarray": _values(df["team"])})
+
+
 def spend_by_team(df: pd.DataFrame) -> dict:
     rows = df.assign(part=df["environment"] + " · " + df["cost_kind"])
     return _figure(_bars(rows, "team", "cost_usd", "part"), 380, barmode="stack", yaxis=_title("USD"),

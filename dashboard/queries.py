@@ -19,7 +19,7 @@ from dashboard.filters import Filters
 
 # What "no data yet" means for each source: the table that is empty before anything is derived.
 SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu_cost_day": "daily GPU costs",
-           "team_demand_hour": "hourly team demand", "idle_windows": "idle windows",
+           "team_demand_hour": "hourly team demand", "idle_windows": "idle windows", "gpu_waste_day": "daily waste",
            "team_spend_day": "team spend", "compliance_findings": "compliance findings",
            "alert_state": "alert state", "alert_events": "alert history", "alert_silences": "silences"}
 _cache: dict[tuple, tuple[float, object]] = {}
@@ -91,6 +91,18 @@ def idle_windows(store, f: Filters, limit: int = 500) -> pd.DataFrame:
 
 def idle_by_owner(store, f: Filters) -> pd.DataFrame:
     return run(store, "idle_by_owner", f)
+
+
+def waste_month(store, f: Filters) -> pd.DataFrame:
+    return run(store, "waste_month", f)
+
+
+def waste_by_team(store, f: Filters) -> pd.DataFrame:
+    return run(store, "waste_by_team", f)
+
+
+def waste_by_gpu(store, f: Filters, limit: int = 500) -> pd.DataFrame:
+    return run(store, "waste_by_gpu", f, limit=limit)
 
 
 def spend_by_team(store, f: Filters) -> pd.DataFrame:

@@ -24,12 +24,12 @@ def layout(**query):
 def render(data):
     f, store = state.filters_from_data(data), state.get().store
     fleet = queries.fleet(store, f)
-    tiles = overview_tiles(f, fleet, queries.idle_summary(store, f), queries.budget(store, f),
+    tiles = overview_tiles(f, fleet, queries.waste_month(store, f), queries.budget(store, f),
                            queries.coverage(store, f), queries.alert_counts(store, f), queries.findings(store, f))
     return tiles, c.chart(fleet, "gpu_cost_day", f, figures.fleet_gpus, "GPUs")
 
 
-def overview_tiles(f, fleet, idle, budget, coverage, alerts, findings) -> list:
+def overview_tiles(f, fleet, waste, budget, coverage, alerts, findings) -> list:
     q = f.search()
 
     def tile(key, title, value, detail, page, tone=""):
@@ -48,10 +48,7 @@ def overview_tiles(f, fleet, idle, budget, coverage, alerts, findings) -> list:
         util = tile("utilization", "Fleet utilization", f"{pct:.1f} %",
                     f"of {fleet['total_gpu_hours'].sum():,.0f} GPU-hours, time-weighted", "utilization",
                     "bad" if pct < 30 else "")
-    idle_h, idle_usd = (idle["idle_gpu_hours"].sum(), idle["cost_usd"].sum()) if not idle.empty else (0.0, 0.0)
-    windows = int(idle["windows"].sum()) if not idle.empty else 0
-    idle_tile = tile("idle", "Idle GPU-hours", f"{idle_h:,.1f} h", f"{c.money(idle_usd)} wasted in {windows} idle windows",
-                     "idle", "bad" if idle_usd > 0 else "")
+    idle_tile = waste_tile(tile, waste)
     if budget.empty:
         spend = tile("spend", "Spend this month", "–", "no spend recorded this month", "spend", "muted")
     else:
@@ -72,6 +69,19 @@ def overview_tiles(f, fleet, idle, budget, coverage, alerts, findings) -> list:
     findings_tile = tile("findings", "Open compliance findings", str(len(findings)), f"{critical} critical",
                          "compliance", "bad" if critical else "")
     return [gpus, util, idle_tile, spend, cov_tile, alerts_tile, findings_tile]
+
+
+def waste_tile(tile, waste):
+    """This month's waste in money and its parts (DESIGN.md "Waste")."""
+    w = waste.iloc[0] if not waste.empty else None
+    if w is None or not (w["spend_usd"] > 0):
+        return tile("idle", "Waste this month", "–", "no GPU cost recorded this month", "idle", "muted")
+    efficiency = 100 * (1 - w["waste_usd"] / w["spend_usd"])
+    detail = (f"idle {c.money(w['idle_allocated_usd'] + w['idle_unallocated_usd'])} (allocated "
+              f"{c.money(w['idle_allocated_usd'])} · unallocated {c.money(w['idle_unallocated_usd'])}) · unused "
+              f"{c.money(w['unused_usd'])} · efficiency {efficiency:.1f} % of {c.money(w['spend_usd'])} · "
+              f"no data {c.money(w['no_data_usd'])}")
+    return tile("idle", "Waste this month", c.money(w["waste_usd"]), detail, "idle", "bad" if w["waste_usd"] > 0 else "")
 
 
 c.register_csv(PAGE, {"fleet": queries.fleet})

@@ -48,8 +48,9 @@ def rollup(store, cfg, *, since: date | None = None, until: date | None = None, 
         inputs = {day: current.get(day, (0, 0)) for day in days}
         starts = derive_days(store, cfg, days, inputs, state, config_fp, force, progress)
         first = starts[days[0]] or datetime.combine(days[0], dt_time.min, timezone.utc)
-        report.idle_windows = derive_idle_windows(store, cfg, first,
-                                                  datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc))
+        end = datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc)
+        report.idle_windows, changed_from = derive_idle_windows(store, cfg, first, end)
+        derive_waste(store, min(first.date(), changed_from.date()), until)
         # recorded last: a run killed before this point leaves its days to be derived again
         record(store, inputs, config_fp)
     report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
@@ -69,8 +70,10 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
     handles = [store] + [store.clone() for _ in range(min(cfg.analytics.workers, len(days)) - 1)]
     done = iter(range(1, len(days) + 1))
 
+    idle_params = idle_parameters(cfg)
+
     def costs(handle, day):
-        cost_day(handle, day, rules, rule_params, starts[day])
+        cost_day(handle, day, rules, rule_params, idle_params, starts[day])
         progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
 
     try:
@@ -82,6 +85,20 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
         for handle in handles[1:]:
             handle.close()
     return starts
+
+
+def idle_parameters(cfg) -> dict:
+    """What sql/rollup/idle_segments.sql needs: the sample holds, how far back to read for the
+    sample before a day's first (the bridge of a no-data gap, plus two holds), and the idle
+    thresholds of the configured pools (any other pool has the [analytics] defaults)."""
+    a = cfg.analytics
+    gpu = [a.idle_util_gpu_pct if p.idle_util_gpu_pct is None else p.idle_util_gpu_pct for p in cfg.pools]
+    mem = [a.idle_util_mem_pct if p.idle_util_mem_pct is None else p.idle_util_mem_pct for p in cfg.pools]
+    return {"max_gap_s": a.max_gap_s, "default_interval_s": a.default_interval_s,
+            "lookback_s": 2 * a.max_gap_s + 60 * a.idle_max_gap_minutes,
+            "pools": [p.name for p in cfg.pools], "gpu_pct": gpu, "mem_pct": mem,
+            "default_gpu_pct": a.idle_util_gpu_pct, "default_mem_pct": a.idle_util_mem_pct,
+            "max_gpu_pct": max(gpu + [a.idle_util_gpu_pct]), "max_mem_pct": max(mem + [a.idle_util_mem_pct])}
 
 
 def in_parallel(handles, days: list[date], work) -> None:
@@ -99,10 +116,11 @@ def rollup_day(store, day: date, params: dict, start: datetime | None = None) ->
     _steps(store, day, start, [("gpu_minute", "minute", params, None, "minute"), ("gpu_hour", "hour", {}, None, "hour")])
 
 
-def cost_day(store, day: date, rules: str, rule_params: dict, start: datetime | None = None) -> None:
-    """gpu_cost_hour, team_spend_day and the daily rollups of one day, after its rollups."""
+def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict, start: datetime | None = None) -> None:
+    """gpu_cost_hour, the idle segments, team_spend_day and the daily rollups of one day, after its rollups."""
     _steps(store, day, start, [
         ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour"),
+        ("gpu_idle_segments", "idle_segments", idle_params, None, "hour"),
         ("team_spend_day", "spend", rule_params, {"team_rules": rules}, None),
         ("gpu_cost_day", "cost_day", {}, None, None),
         ("team_demand_hour", "team_demand", {}, None, None)])
@@ -155,20 +173,38 @@ def record(store, inputs: dict[date, tuple[int, int]], config_fp: int) -> None:
                         ["day", "sample_rows", "billing_fingerprint", "config_fingerprint"])
 
 
-def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> int:
-    """Recompute idle windows from ``start`` (snapped back to any window open then); the months
-    touched are swapped in whole, the windows that ended before kept as they were."""
+def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[int, datetime]:
+    """Recompute the idle windows that can have changed since ``start``: stitched from the idle
+    segments of a day before it on (and from the start of any window still open then), the months
+    touched swapped in whole, the windows that ended before kept as they were. Returns how many
+    were recomputed and the earliest time a window may have changed at."""
+    bridge = timedelta(minutes=cfg.analytics.idle_max_gap_minutes)
     params = {"from": start.replace(tzinfo=None), "until": until.replace(tzinfo=None),
               "max_gap_minutes": cfg.analytics.idle_max_gap_minutes}
-    cutoff = {"cutoff": params["from"] - timedelta(minutes=params["max_gap_minutes"])}
-    open_since = store.scalar("SELECT min(start) FROM idle_windows WHERE end >= {cutoff:DateTime}", cutoff)
-    params["scan_from"] = min(params["from"], open_since) if open_since and open_since.year > 1970 else params["from"]
+    cutoff = {"cutoff": params["from"] - bridge}
+    open_since = store.scalar("SELECT min(start) FROM idle_windows WHERE end >= {cutoff:DateTime64(3)}", cutoff)
+    params["scan_from"] = params["from"] - timedelta(days=1)
+    if open_since and open_since.year > 1970:
+        params["scan_from"] = min(params["scan_from"], open_since.replace(tzinfo=None))
     with store.staging("idle_windows") as stage:
-        stage.fill(sql("rollup/idle"), parameters=params, settings=IN_ORDER)
+        stage.fill(sql("rollup/idle"), parameters=params | cutoff, settings=IN_ORDER)
         computed = stage.count()
-        months = {r[0] for r in store.rows("SELECT DISTINCT _partition_id FROM idle_windows WHERE end >= {cutoff:DateTime}",
-                                           cutoff)} | set(store.partitions(stage.name))
-        stage.fill("SELECT * FROM idle_windows WHERE _partition_id IN {months:Array(String)} AND end < {cutoff:DateTime}",
+        starts = [t for t in (open_since, store.scalar(f"SELECT min(start) FROM `{stage.name}`")) if t and t.year > 1970]
+        changed_from = min([start] + [t.replace(tzinfo=timezone.utc) for t in starts])
+        months = {r[0] for r in store.rows(
+            "SELECT DISTINCT _partition_id FROM idle_windows WHERE end >= {cutoff:DateTime64(3)}", cutoff)}
+        months |= set(store.partitions(stage.name))
+        stage.fill("SELECT * FROM idle_windows WHERE _partition_id IN {months:Array(String)} AND end < {cutoff:DateTime64(3)}",
                    parameters=cutoff | {"months": sorted(months)}, columns=store.columns("idle_windows"))
         stage.replace_in(partition_ids=sorted(months))
-        return computed
+        return computed, changed_from
+
+
+def derive_waste(store, since: date, until: date) -> None:
+    """gpu_waste_hour and gpu_waste_day of every day from ``since`` to ``until`` (after the idle
+    windows: a window that grows changes the waste of the hours it already covered)."""
+    day = since
+    while day <= until:
+        replace_day(store, "gpu_waste_hour", day, "waste", {})
+        replace_day(store, "gpu_waste_day", day, "waste_day", {})
+        day += timedelta(days=1)

@@ -11,14 +11,22 @@ WITH
         FROM gpu_hour
         WHERE hour >= d0 AND hour < d1
     ),
-    -- MIG: a physical GPU's cost is shared by its instances by compute slices (7 per GPU);
-    -- the whole-GPU row keeps the unpartitioned remainder
+    -- MIG: a physical GPU's cost is shared by its instances by compute slices (7 per GPU); the
+    -- whole-GPU row keeps the unpartitioned remainder. Its energy is counted once: the whole-GPU
+    -- row's when it has power readings, else the MIG instances' mean power (dcgm-exporter repeats
+    -- the GPU's power on every instance and has no whole-GPU series) over their longest coverage;
+    -- with no whole-GPU row the instances share all of it by their slices.
     per_gpu AS
     (
-        SELECT host, gpu_uuid, hour, sum(entity_slices) AS mig_slices, sum(entity_energy_j) AS gpu_energy_j
+        SELECT host, gpu_uuid, hour, sumIf(entity_slices, mig_instance != '') AS mig_slices,
+            countIf(mig_instance = '') > 0                                      AS whole_row,
+            if(sumIf(entity_power_covered_s, mig_instance = '') > 0, sumIf(entity_energy_j, mig_instance = ''),
+               avgIf(entity_energy_j / entity_power_covered_s, mig_instance != '' AND entity_power_covered_s > 0)
+               * maxIf(entity_power_covered_s, mig_instance != ''))              AS gpu_energy_j
         FROM
         (
-            SELECT host, gpu_uuid, hour, mig_instance, any(slices) AS entity_slices, sum(energy_j) AS entity_energy_j
+            SELECT host, gpu_uuid, hour, mig_instance, any(slices) AS entity_slices, sum(energy_j) AS entity_energy_j,
+                sum(power_covered_s) AS entity_power_covered_s
             FROM day_rows GROUP BY host, gpu_uuid, hour, mig_instance
         )
         GROUP BY host, gpu_uuid, hour
@@ -95,7 +103,10 @@ FROM
         multiIf(r.mig_instance != '', r.slices / 7, g.mig_slices > 0, greatest(0., 1 - g.mig_slices / 7), 1.) AS share,
         r.covered_s / 3600 * share AS gpu_hours,
         gpu_hours * if(r.util_covered_s > 0, r.util_gpu_s / r.util_covered_s, 0) / 100 AS utilized_gpu_hours,
-        if(g.mig_slices > 0, g.gpu_energy_j * share * r.covered_s / greatest(e.entity_covered_s, 1), r.energy_j) / 3.6e6 AS energy_kwh,
+        if(g.mig_slices > 0,
+           coalesce(g.gpu_energy_j, 0) * if(g.whole_row, share, r.slices / g.mig_slices) * r.covered_s
+               / greatest(e.entity_covered_s, 1),
+           r.energy_j) / 3.6e6 AS energy_kwh,
         r.environment NOT IN ('onprem', '') AS cloud,
         b.line_count > 0 AS billed_hour,                      -- (joins give 0 / '' where nothing matches)
         multiIf(NOT cloud, 0.,

@@ -1,102 +1,49 @@
--- Idle windows starting from {from:DateTime} (per GPU entity, from the start of any window
--- still open at that time, so no window is cut in two) up to {until:DateTime}. {scan_from:DateTime}
--- is the earliest of those starts (given as a constant so partitions are pruned).
--- A minute is idle when it has data (>= 30 s covered) and both GPU and memory-controller
--- utilization are below the pool's thresholds; no-data gaps up to {max_gap_minutes} minutes do
--- not end a window, longer ones do, and so does any minute with data that is not idle, or a
--- change of kind (allocated / unallocated) or owner.
-WITH
-    starts AS
+-- Idle windows (DESIGN.md "Idle window"), stitched from gpu_idle_segments between
+-- {scan_from:DateTime} (the start of any window still open at {from:DateTime}, or earlier) and
+-- {until:DateTime}: per GPU entity, consecutive idle runs of one owner form a window while
+-- nothing but a no-data gap of at most {max_gap_minutes} minutes separates them; a busy sample,
+-- a change of owner or a longer gap ends it. A window is kept when it lasts (end - start, bridged
+-- gaps included) at least the pool's idle_min_minutes. Exact to the sample: a window starts at
+-- its first idle sample and ends when its last idle sample stops holding.
+-- Only windows ending at or after {cutoff:DateTime64(3)} are returned (older ones cannot change).
+SELECT w.host AS host, w.gpu_uuid AS gpu_uuid, w.mig_instance AS mig_instance, w.w_start AS start, w.w_end AS end,
+    toFloat64(toUnixTimestamp64Milli(w.w_end) - toUnixTimestamp64Milli(w.w_start)) / 1000 AS duration_s,
+    w.w_covered AS covered_s, w.w_kind AS kind, w.w_environment AS environment, w.w_region AS region, w.w_pool AS pool,
+    w.w_instance_id AS instance_id, w.w_model AS model,
+    if(w.w_kind = 'allocated', w.w_team, '') AS team, if(w.w_kind = 'allocated', w.w_user, '') AS user,
+    if(w.w_kind = 'allocated', w.w_job_id, '') AS job_id, if(w.w_kind = 'allocated', w.w_k8s_namespace, '') AS k8s_namespace,
+    if(w.w_kind = 'allocated', w.w_k8s_pod, '') AS k8s_pod, if(w.w_kind = 'allocated', w.w_slurm_account, '') AS slurm_account,
+    toFloat32(w.w_util_gpu_s / w.w_covered) AS avg_util_gpu, toFloat32(w.w_util_mem_s / w.w_covered) AS avg_util_mem,
+    w.w_cost AS cost_usd
+FROM
+(
+    SELECT host, gpu_uuid, mig_instance,
+        min(start) AS w_start, max(end) AS w_end, sum(covered_s) AS w_covered,
+        sum(util_gpu_s) AS w_util_gpu_s, sum(util_mem_s) AS w_util_mem_s, sum(cost_usd) AS w_cost,
+        if(any(held) = 1, 'allocated', 'unallocated') AS w_kind,
+        any(environment) AS w_environment, any(region) AS w_region, any(pool) AS w_pool,
+        any(instance_id) AS w_instance_id, any(model) AS w_model,
+        any(team) AS w_team, any(user) AS w_user, any(job_id) AS w_job_id, any(k8s_namespace) AS w_k8s_namespace,
+        any(k8s_pod) AS w_k8s_pod, any(slurm_account) AS w_slurm_account
+    FROM
     (
-        SELECT host, gpu_uuid, mig_instance, min(start) AS first_open
-        FROM idle_windows
-        WHERE end >= {from:DateTime} - INTERVAL {max_gap_minutes:UInt32} MINUTE
-        GROUP BY host, gpu_uuid, mig_instance
-    ),
-    -- the minutes with data (gpu_minute has one row per GPU entity and minute)
-    minutes AS
-    (
-        SELECT host, gpu_uuid, mig_instance, minute, covered_s AS covered,
-            util_gpu_s / nullIf(util_covered_s, 0)                   AS util_gpu,
-            util_mem_s / nullIf(util_mem_covered_s, 0)               AS util_mem,
-            held                                                     AS held_any,
-            cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,
-            pool                                                     AS pool_name
-        FROM gpu_minute
-        WHERE minute >= {scan_from:DateTime} AND minute < {until:DateTime} AND covered_s >= 30
-    ),
-    -- data minutes numbered per entity, so two idle minutes with a busy one between are told apart
-    ranked AS
-    (
-        SELECT m.host AS host, m.gpu_uuid AS gpu_uuid, m.mig_instance AS mig_instance, m.minute AS minute,
-            m.covered AS covered, m.util_gpu AS util_gpu, m.util_mem AS util_mem,
-            m.util_gpu IS NOT NULL AND m.util_gpu < p.idle_util_gpu_pct AND coalesce(m.util_mem, 0) < p.idle_util_mem_pct AS idle,
-            if(m.held_any, m.owner_hash, 0) * 2 + m.held_any                              AS owner_key,
-            p.idle_min_minutes                                                            AS min_minutes,
-            row_number() OVER (PARTITION BY m.host, m.gpu_uuid, m.mig_instance ORDER BY m.minute) AS rank
-        FROM minutes AS m
-        LEFT JOIN config_pools AS p ON p.pool = m.pool_name
-        LEFT JOIN starts AS s ON s.host = m.host AND s.gpu_uuid = m.gpu_uuid AND s.mig_instance = m.mig_instance
-        WHERE m.minute >= if(s.first_open > toDateTime(0) AND s.first_open < {from:DateTime}, s.first_open, {from:DateTime})
-    ),
-    runs AS
-    (
-        SELECT *, sum(toUInt64(new_run)) OVER (PARTITION BY host, gpu_uuid, mig_instance ORDER BY minute ROWS UNBOUNDED PRECEDING) AS run
+        SELECT *,
+            sum(toUInt64(new_window)) OVER (PARTITION BY host, gpu_uuid, mig_instance ORDER BY start ASC
+                                            ROWS UNBOUNDED PRECEDING)      AS window
         FROM
         (
             SELECT *,
-                prev_rank = 0
-                OR rank - prev_rank != 1
-                OR minute - prev_minute > ({max_gap_minutes:UInt32} + 1) * 60
-                OR owner_key != prev_key                                      AS new_run
-            FROM
-            (
-                SELECT *,
-                    lagInFrame(rank) OVER w        AS prev_rank,
-                    lagInFrame(minute) OVER w      AS prev_minute,
-                    lagInFrame(owner_key) OVER w   AS prev_key
-                FROM ranked
-                WHERE idle
-                WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY minute ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)
-            )
+                -- the first segment scanned, one that follows nothing idle, or one after a longer gap
+                row_number() OVER (PARTITION BY host, gpu_uuid, mig_instance ORDER BY start ASC) = 1
+                OR joins_at IS NULL
+                OR toUnixTimestamp64Milli(start) - toUnixTimestamp64Milli(assumeNotNull(joins_at))
+                   > {max_gap_minutes:UInt32} * 60000                       AS new_window
+            FROM gpu_idle_segments
+            WHERE hour >= toStartOfHour({scan_from:DateTime}) AND hour < {until:DateTime} AND start >= {scan_from:DateTime}
         )
-    ),
-    rates AS
-    (
-        -- what a covered second of each GPU entity cost in each hour
-        SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) / nullIf(sum(gpu_hours) * 3600, 0) AS usd_per_s
-        FROM gpu_cost_hour
-        WHERE hour >= toStartOfHour({scan_from:DateTime}) AND hour < {until:DateTime}
-        GROUP BY host, gpu_uuid, mig_instance, hour
-    ),
-    windows AS
-    (
-        SELECT r.host AS host, r.gpu_uuid AS gpu_uuid, r.mig_instance AS mig_instance,
-            min(r.minute) AS start, max(r.minute) + 60 AS end, toUInt32(end - start) AS duration_s,
-            if(any(r.owner_key) % 2 = 1, 'allocated', 'unallocated') AS kind,
-            toFloat32(sum(r.util_gpu * r.covered) / sum(r.covered)) AS avg_util_gpu,
-            toFloat32(sum(coalesce(r.util_mem, 0) * r.covered) / sum(r.covered)) AS avg_util_mem,
-            sum(r.covered * c.usd_per_s) AS cost_usd
-        FROM runs AS r
-        LEFT JOIN rates AS c ON c.host = r.host AND c.gpu_uuid = r.gpu_uuid AND c.mig_instance = r.mig_instance
-                             AND c.hour = toStartOfHour(r.minute)
-        GROUP BY r.host, r.gpu_uuid, r.mig_instance, r.run
-        HAVING duration_s >= any(r.min_minutes) * 60
     )
--- labels and owner of each window, from its minutes
-SELECT
-    w.host AS host, w.gpu_uuid AS gpu_uuid, w.mig_instance AS mig_instance, w.start AS start, w.end AS end,
-    any(w.duration_s) AS duration_s, any(w.kind) AS kind,
-    any(g.environment) AS environment, any(g.region) AS region, any(g.pool) AS pool,
-    any(g.instance_id) AS instance_id, any(g.model) AS model,
-    if(any(w.kind) = 'allocated', argMax(g.team, g.held), '') AS team,
-    if(any(w.kind) = 'allocated', argMax(g.user, g.held), '') AS user,
-    if(any(w.kind) = 'allocated', argMax(g.job_id, g.held), '') AS job_id,
-    if(any(w.kind) = 'allocated', argMax(g.k8s_namespace, g.held), '') AS k8s_namespace,
-    if(any(w.kind) = 'allocated', argMax(g.k8s_pod, g.held), '') AS k8s_pod,
-    if(any(w.kind) = 'allocated', argMax(g.slurm_account, g.held), '') AS slurm_account,
-    any(w.avg_util_gpu) AS avg_util_gpu, any(w.avg_util_mem) AS avg_util_mem, any(w.cost_usd) AS cost_usd
-FROM gpu_minute AS g
-INNER JOIN windows AS w ON g.host = w.host AND g.gpu_uuid = w.gpu_uuid AND g.mig_instance = w.mig_instance
-WHERE g.minute >= {scan_from:DateTime} AND g.minute < {until:DateTime} AND g.minute >= w.start AND g.minute < w.end
-GROUP BY w.host, w.gpu_uuid, w.mig_instance, w.start, w.end
+    GROUP BY host, gpu_uuid, mig_instance, window
+    HAVING w_end >= {cutoff:DateTime64(3)}
+) AS w
+LEFT JOIN config_pools AS p ON p.pool = w.w_pool
+WHERE toUnixTimestamp64Milli(w.w_end) - toUnixTimestamp64Milli(w.w_start) >= p.idle_min_minutes * 60000

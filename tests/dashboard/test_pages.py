@@ -31,8 +31,10 @@ def test_overview_tiles_match_the_views(site, browser, screenshots_dir):
     part(browser, "overview", "tiles")
     store = site.store
     gpus, = one(store, "SELECT uniqExact(host, gpu_uuid) FROM gpu_hour WHERE hour >= {start:DateTime} AND hour < {end:DateTime}")
-    hours, usd, n = one(store, "SELECT sum(gpu_hours), sum(cost_usd), count() FROM v_idle_waste "
-                               "WHERE start < {end:DateTime} AND end > {start:DateTime}")
+    # this month's waste by the documented formula, summed from the hourly table (not the view the tile reads)
+    spend, alloc, unalloc, unused, no_data = one(store, "SELECT sum(cost_usd), sum(idle_allocated_usd), "
+                                                        "sum(idle_unallocated_usd), sum(unused_usd), sum(no_data_usd) "
+                                                        "FROM gpu_waste_hour WHERE toStartOfMonth(hour) = toStartOfMonth(today())")
     mtd, = one(store, "SELECT sum(spend_mtd_usd) FROM v_team_budget WHERE month = toStartOfMonth(today())")
     coverage, = one(store, "SELECT 100 * sum(allocated_usd) / sum(cost_usd) FROM v_allocation_coverage "
                            "WHERE day >= {start_day:Date} AND day < {end_day:Date}")
@@ -40,7 +42,11 @@ def test_overview_tiles_match_the_views(site, browser, screenshots_dir):
     findings, = one(store, "SELECT count() FROM v_compliance_open WHERE last_seen >= {start:DateTime}")
     tile = lambda key: text(browser, f"overview-tile-{key}").splitlines()
     assert tile("gpus")[1] == f"{gpus:,}" and "MIG instances" in tile("gpus")[2]
-    assert tile("idle")[1] == f"{hours:,.1f} h" and tile("idle")[2] == f"{money(usd)} wasted in {n} idle windows"
+    waste = alloc + unalloc + unused
+    assert tile("idle")[0].lower() == "waste this month" and tile("idle")[1] == money(waste)
+    assert tile("idle")[2] == (f"idle {money(alloc + unalloc)} (allocated {money(alloc)} · unallocated {money(unalloc)}) · "
+                               f"unused {money(unused)} · efficiency {100 * (1 - waste / spend):.1f} % of {money(spend)} · "
+                               f"no data {money(no_data)}")
     assert tile("spend")[1] == money(mtd) and "over: llm-finetune" in tile("spend")[2]       # the planted overrun
     assert tile("coverage")[1] == f"{coverage:.1f} %"
     assert firing >= 10 and tile("alerts")[1] == str(firing)
@@ -71,6 +77,25 @@ def test_utilization_heatmap_distribution_and_mig_under_gpu(site, browser, scree
              h=planted["host"], g=planted["gpu_uuid"])
     assert len(children) == n > 1
     screenshot(browser, screenshots_dir, "utilization")
+
+
+def test_idle_ranks_teams_by_waste_with_efficiency(site, browser):
+    open_page(browser, site.url + "/idle", "idle")
+    card = part(browser, "idle", "waste", chart=True)
+    rows = table_rows(card)
+    expected = site.store.rows(
+        "SELECT if(team = '', 'unallocated', team) AS t, sum(idle_allocated_usd + idle_unallocated_usd + unused_usd) AS w, "
+        "sum(cost_usd) AS s FROM gpu_waste_hour WHERE hour >= {start:DateTime} AND hour < {end:DateTime} "
+        "GROUP BY t ORDER BY w DESC, t", window())
+    assert [r[0] for r in rows] == [t for t, _, _ in expected]
+    for row, (team, waste, spend) in zip(rows, expected):
+        assert row[1] == f"{waste:,.2f}" and row[2] == f"{100 * (1 - waste / spend):,.2f}", team
+    gpus = table_rows(part(browser, "idle", "waste-gpus"))
+    assert gpus and {r[0] for r in gpus} <= {t for t, _, _ in expected}
+    worst, = one(site.store, "SELECT max(w) FROM (SELECT sum(idle_allocated_usd + idle_unallocated_usd + unused_usd) AS w "
+                             "FROM gpu_waste_hour WHERE hour >= {start:DateTime} AND hour < {end:DateTime} "
+                             "GROUP BY team, host, gpu_uuid, mig_instance)")
+    assert gpus[0][9] == f"{worst:,.2f}"
 
 
 def test_idle_shows_every_planted_window_with_owner(site, browser, screenshots_dir):

@@ -62,7 +62,7 @@ def test_short_gap_inside_idle_does_not_split_it(store, cfg):
     insert_samples(store, series("2026-03-02T10:00", "2026-03-02T10:10", util_gpu=0.0, util_mem=0.0, process_count=0)
                    + series("2026-03-02T10:12", "2026-03-02T10:30", util_gpu=0.0, util_mem=0.0, process_count=0), **ONPREM)
     run(store, cfg)
-    assert store.rows("SELECT toString(start), toString(end) FROM idle_windows") == [("2026-03-02 10:00:00", "2026-03-02 10:30:00")]
+    assert store.rows("SELECT toString(start), toString(end) FROM idle_windows") == [("2026-03-02 10:00:00.000", "2026-03-02 10:30:00.000")]
 
 
 def test_onprem_energy_from_a_power_trace(store, cfg):

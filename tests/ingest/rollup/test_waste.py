@@ -1,0 +1,65 @@
+"""Waste in money (DESIGN.md "Waste"), hand-computed. On-prem GPUs at $1.50 per covered hour
+(capital $1 + operations $0.50, no power), one sample a minute."""
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from ingest.rollup.run import rollup
+from tests.ingest.rollup.conftest import at, insert_samples, series
+
+RATE = 1.5 / 3600            # USD per covered second
+NLP = {"host": "dgx-1", "gpu_uuid": "GPU-1", "environment": "onprem", "pool": "dgx", "process_count": 1,
+       "team": "nlp", "user": "ana", "job_id": "job-7", "k8s_namespace": "nlp-train"}
+SPARE = {"host": "dgx-1", "gpu_uuid": "GPU-2", "environment": "onprem", "pool": "dgx", "process_count": 0}
+
+
+def load(store, cfg):
+    insert_samples(store, series("2026-03-02T10:00", "2026-03-02T10:20", util_gpu=60.0, util_mem=20.0)
+                   + series("2026-03-02T10:20", "2026-03-02T10:40", util_gpu=0.0, util_mem=0.0)
+                   + series("2026-03-02T10:40", "2026-03-02T10:50", util_gpu=30.0, util_mem=10.0), **NLP)
+    # nothing held GPU-2 from 10:50 to 11:20: an unallocated idle window across two hours
+    insert_samples(store, series("2026-03-02T10:50", "2026-03-02T11:20", util_gpu=0.0, util_mem=0.0), **SPARE)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
+
+
+def test_waste_per_gpu_hour(store, cfg):
+    load(store, cfg)
+    rows = store.rows("SELECT gpu_uuid, toHour(hour), covered_s, cost_usd, idle_allocated_usd, idle_unallocated_usd, "
+                      "unused_usd, no_data_s, no_data_usd FROM gpu_waste_hour ORDER BY gpu_uuid, hour")
+    assert rows == [
+        # 50 covered minutes: 20 idle (allocated), 20 at 60 % and 10 at 30 % (unused 40 % and 70 %), 10 without data
+        ("GPU-1", 10, 3000.0, pytest.approx(3000 * RATE), pytest.approx(1200 * RATE), 0.0,
+         pytest.approx((1200 * 0.4 + 600 * 0.7) * RATE), 600.0, pytest.approx(600 * RATE)),
+        ("GPU-2", 10, 600.0, pytest.approx(600 * RATE), 0.0, pytest.approx(600 * RATE), 0.0, 3000.0,
+         pytest.approx(3000 * RATE)),
+        ("GPU-2", 11, 1200.0, pytest.approx(1200 * RATE), 0.0, pytest.approx(1200 * RATE), 0.0, 2400.0,
+         pytest.approx(2400 * RATE)),
+    ]
+
+
+def test_team_waste_adds_up_and_never_counts_time_without_data(store, cfg):
+    load(store, cfg)
+    rows = {r[0]: r[1:] for r in store.rows(
+        "SELECT team, spend_usd, idle_usd, unused_usd, waste_usd, efficiency_pct, no_data_usd, idle_allocated_usd, "
+        "idle_unallocated_usd FROM v_team_waste WHERE month = '2026-03-01' AND environment = 'onprem'")}
+    spend, idle, unused = 3000 * RATE, 1200 * RATE, 900 * RATE
+    assert rows["nlp"] == pytest.approx((spend, idle, unused, idle + unused, 100 * (1 - (idle + unused) / spend),
+                                         600 * RATE, idle, 0.0))
+    assert rows["unallocated"] == pytest.approx((1800 * RATE, 1800 * RATE, 0.0, 1800 * RATE, 0.0, 5400 * RATE, 0.0,
+                                                 1800 * RATE))
+    # every part is a share of what the GPU-hours cost
+    total = store.rows("SELECT sum(cost_usd), sum(idle_allocated_usd + idle_unallocated_usd + unused_usd) FROM gpu_waste_hour")[0]
+    assert total[1] < total[0] and total[0] == pytest.approx(store.scalar("SELECT sum(cost_usd) FROM gpu_cost_hour"))
+
+
+def test_a_window_that_grows_moves_its_time_from_unused_to_idle(store, cfg):
+    """Ten idle minutes are unused capacity (no window yet); once the run reaches the minimum,
+    the same minutes are idle, and nothing is counted twice."""
+    insert_samples(store, series("2026-03-02T10:00", "2026-03-02T10:10", util_gpu=0.0, util_mem=0.0), **NLP)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-02T10:10:00"))
+    assert store.rows("SELECT idle_allocated_usd, unused_usd FROM gpu_waste_hour") == [(0.0, pytest.approx(600 * RATE))]
+    insert_samples(store, series("2026-03-02T10:10", "2026-03-02T10:20", util_gpu=0.0, util_mem=0.0), **NLP)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-02T10:20:00"))
+    assert store.rows("SELECT idle_allocated_usd, unused_usd FROM gpu_waste_hour") == [(pytest.approx(1200 * RATE), 0.0)]
