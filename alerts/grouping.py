@@ -64,9 +64,13 @@ def group_key(group_by, labels: dict[str, str]) -> str:
     return json.dumps([[name, labels.get(name, "")] for name in sorted(group_by)], separators=(",", ":"))
 
 
+# alert label -> the dashboard's URL filter (dashboard/filters.py)
+URL_FILTERS = {"team": "team", "environment": "env"}
+
+
 def alert_url(base_url: str, rule: Rule | None, labels: dict[str, str]) -> str:
     page = rule.page if rule else "alerts"
-    query = {k: labels[k] for k in ("team", "environment") if labels.get(k)}
+    query = {param: labels[label] for label, param in URL_FILTERS.items() if labels.get(label)}
     return f"{base_url.rstrip('/')}/{page}" + (f"?{urlencode(query)}" if query else "")
 
 

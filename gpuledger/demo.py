@@ -147,6 +147,7 @@ def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: flo
     gpus, envs = one("SELECT uniqExact(host, gpu_uuid, mig_instance), groupUniqArray(environment) FROM gpu_samples")
     spend, coverage = one(sql("demo/spend_coverage"))
     idle_n, idle_usd = one("SELECT count(), round(sum(cost_usd)) FROM idle_windows")
+    waste, idle, unused, efficiency = one(sql("demo/waste"))
     findings = store.rows("SELECT policy, count() FROM compliance_findings GROUP BY policy ORDER BY policy")
     over = store.rows("SELECT team FROM v_team_budget WHERE over_budget OR forecast_over_budget ORDER BY team")
     return "\n".join([
@@ -155,6 +156,7 @@ def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: flo
         f"  samples loaded        {sample_rows:,} rows; billing lines {getattr(bills, 'rows', 0):,}",
         f"  derived               {len(report.days)} days in {report.seconds:.1f} s",
         f"  spend                 ${spend:,.0f}, {coverage}% attributed to teams",
+        f"  waste                 ${waste:,.0f} (idle ${idle:,.0f}, unused ${unused:,.0f}); efficiency {efficiency}%",
         f"  idle windows          {idle_n} costing ${idle_usd:,.0f}",
         f"  compliance findings   {', '.join(f'{p}: {n}' for p, n in findings) or 'none'}",
         f"  over budget           {', '.join(t for (t,) in over) or 'none'}",

@@ -71,3 +71,17 @@ def test_team_contact_channel_is_used_when_no_route_matches(astore, source, rece
     engine.run_once()
     assert [r.json()["groupLabels"]["team"] for r in receiver.delivered("/nlp")] == ["nlp"]
     assert [r.json()["groupLabels"]["team"] for r in receiver.delivered("/ops")] == ["vision"]
+
+
+def test_a_notification_link_opens_the_dashboard_with_its_filters_applied():
+    """The link uses the dashboard's own URL parameters, so the filters are applied, not dropped."""
+    from datetime import date
+    from urllib.parse import parse_qs, urlparse
+
+    from alerts.grouping import alert_url
+    from dashboard.filters import parse
+
+    url = alert_url("http://gl:8050/", None, {"team": "research", "environment": "aws", "host": "h"})
+    assert url.startswith("http://gl:8050/alerts?")
+    filters = parse(parse_qs(urlparse(url).query), today=date(2026, 3, 2))
+    assert filters.envs == ("aws",) and filters.teams == ("research",)
