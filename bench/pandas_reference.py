@@ -42,7 +42,8 @@ def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rate
     ``analytics``: the [analytics] config (max_gap_s, default_interval_s, idle_max_gap_minutes);
     ``thresholds``: pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes (config_pools);
     ``rates``: host, gpu_uuid, mig_instance, hour, usd_per_s (what a covered second cost)."""
-    margin = timedelta(seconds=analytics.max_gap_s)
+    # the samples before a day that its first ones hold on from or bridge to (as the SQL reads them)
+    margin = timedelta(seconds=2 * analytics.max_gap_s + 60 * analytics.idle_max_gap_minutes)
     minutes, hours, idle, loaded = [], [], [], {}
     for i in range(len(files)):
         # this day's samples and its neighbours' (a sample before midnight holds into the day)
@@ -59,8 +60,8 @@ def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rate
         day_minutes = minute_rollup(frame, d0, d1, analytics)
         minutes.append(day_minutes)
         hours.append(hour_rollup(day_minutes))
-        idle.append(held_samples(frame, d0, d1, analytics))
-    windows = idle_windows(pd.concat(idle, ignore_index=True), analytics, thresholds, rates)
+        idle.append(held_samples(frame, d0, d1, analytics, thresholds))
+    windows = idle_windows(pd.concat(idle, ignore_index=True), analytics, rates)
     return pd.concat(minutes, ignore_index=True), pd.concat(hours, ignore_index=True), windows
 
 
@@ -173,38 +174,40 @@ def bit_or(groups, values: pd.Series) -> np.ndarray:
     return np.bitwise_or.reduceat(values.to_numpy(np.uint64)[order], starts)
 
 
-def held_samples(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd.DataFrame:
-    """The samples of the day [d0, d1) with how long each holds (its neighbours come from the
-    margins of ``df``), clipped to the day's end: what idle windows are made of."""
+def held_samples(df: pd.DataFrame, d0: datetime, d1: datetime, analytics, thresholds: pd.DataFrame) -> pd.DataFrame:
+    """The idle samples of the day [d0, d1), each with how long it holds (clipped to the day's end)
+    and what came right before it (whether that sample was idle, its owner, when it stopped
+    holding): all that idle windows are made of. The neighbours come from the margins of ``df``."""
     df = df.sort_values(ENTITY + ["ts"], ignore_index=True)
-    _, t, hold = holds(df, analytics)
-    day = (t >= d0.timestamp()) & (t < d1.timestamp())
-    out = df.loc[day, ["ts"] + ENTITY + ["environment", "region", "pool", "instance_id", "model", "util_gpu", "util_mem",
-                                         "process_count"] + OWNER].reset_index(drop=True)
-    out["t"], out["end"] = t[day], np.minimum(t[day] + hold[day], d1.timestamp())
-    return out
-
-
-def idle_windows(samples: pd.DataFrame, analytics, thresholds: pd.DataFrame, rates: pd.DataFrame) -> pd.DataFrame:
-    """Idle windows (DESIGN.md "Idle window"), straight from their definition: a run of consecutive
-    idle samples of one GPU and owner, each held until the next, with no busy sample inside and no
-    no-data gap over idle_max_gap_minutes, lasting at least the pool's idle_min_minutes."""
-    s = samples.merge(thresholds, on="pool", how="left").sort_values(ENTITY + ["ts"], ignore_index=True)
+    entity, t, hold = holds(df, analytics)
+    s = df[["ts"] + ENTITY + ["environment", "region", "pool", "instance_id", "model", "util_gpu", "util_mem",
+                              "process_count"] + OWNER].merge(thresholds, on="pool", how="left")
+    s["t"], s["end"], s["entity"] = t, np.minimum(t + hold, d1.timestamp()), entity
     s["idle"] = (s["util_gpu"].notna() & (s["util_gpu"] < s["idle_util_gpu_pct"])
                  & (s["util_mem"].fillna(0) < s["idle_util_mem_pct"]))
     s["held"] = ((s["process_count"].fillna(0) > 0)
                  | (s["process_count"].isna() & ((s["job_id"] != "") | (s["user"] != "") | (s["k8s_pod"] != "")))
                  ).astype(np.uint8)
     s["owner"] = pd.util.hash_pandas_object(s[OWNER + ["held"]].astype(str), index=False).to_numpy()
-    s["entity"] = s.groupby(ENTITY, observed=True, sort=False).ngroup()
+    same = np.r_[False, entity[1:] == entity[:-1]]
+    s["prev_idle"] = same & np.r_[False, s["idle"].to_numpy()[:-1]]
+    s["prev_owner"] = np.r_[0, s["owner"].to_numpy()[:-1]]
+    s["prev_end"] = np.r_[-np.inf, (t + hold)[:-1]]
+    day = (t >= d0.timestamp()) & (t < d1.timestamp())
+    return s[day & s["idle"].to_numpy()].drop(columns=["entity", "idle"]).reset_index(drop=True)
 
-    # a window breaks before a sample when it is busy, or the sample before it is of another GPU,
-    # busy, of another owner, or stopped holding more than the bridge before it
-    prev = s.shift(1)
-    breaks = ~(s["idle"] & (prev["entity"] == s["entity"]) & prev["idle"].fillna(False).astype(bool)
-               & (prev["owner"] == s["owner"]) & (s["t"] - prev["end"] <= analytics.idle_max_gap_minutes * 60))
-    s["window"] = breaks.cumsum()
-    idle = s[s["idle"]].copy()
+
+def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame) -> pd.DataFrame:
+    """Idle windows (DESIGN.md "Idle window"), straight from their definition: a run of consecutive
+    idle samples of one GPU and owner, each held until the next, with no busy sample inside and no
+    no-data gap over idle_max_gap_minutes, lasting at least the pool's idle_min_minutes."""
+    idle = idle.sort_values(ENTITY + ["ts"], ignore_index=True)
+    # a window goes on from the sample before when that one was idle, of the same owner, and
+    # stopped holding at most the bridge before this one
+    entity = idle.groupby(ENTITY, observed=True, sort=False).ngroup().to_numpy()
+    joined = (np.r_[False, entity[1:] == entity[:-1]] & idle["prev_idle"] & (idle["prev_owner"] == idle["owner"])
+              & (idle["t"] - idle["prev_end"] <= analytics.idle_max_gap_minutes * 60))
+    idle["window"] = (~joined).cumsum()
 
     # cost: each sample's held time, cut at hours, at its GPU-hour's cost per covered second
     first, last = np.floor(idle["t"].to_numpy() / 3600), np.ceil(idle["end"].to_numpy() / 3600)
