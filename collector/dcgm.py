@@ -80,10 +80,13 @@ GPULEDGER_METRICS: dict[str, tuple[str, float]] = {
     "gpuledger_sample_timestamp_seconds": ("_ts_seconds", 1.0),
 }
 
-DCGM = MetricMapping(DCGM_METRICS, DCGM_LABELS, source="dcgm")
+# labels naming the Kubernetes node, preferred over dcgm-exporter's Hostname (the exporter pod
+# under the GPU Operator); [[scrape]] and [receiver] host_labels change them
+NODE_LABELS = ("kubernetes_node", "node")
+DCGM = MetricMapping(DCGM_METRICS, DCGM_LABELS, source="dcgm", host_labels=NODE_LABELS)
 GPULEDGER = MetricMapping({**DCGM_METRICS, **GPULEDGER_METRICS},
                           {**DCGM_LABELS, **{c: c for c in INFO_COLUMNS}},
-                          source="dcgm", info=frozenset({INFO_METRIC}))
+                          source="dcgm", info=frozenset({INFO_METRIC}), host_labels=NODE_LABELS)
 
 
 def records_from_text(text: str, scrape_ts: datetime, mapping: MetricMapping = GPULEDGER,

@@ -45,15 +45,24 @@ NUMERIC_COLUMNS = frozenset(c for c, t in _TYPES.items() if t.startswith(("int",
 class MetricMapping:
     """metric name -> (column, scale); label name -> string column; default ``source``.
 
-    ``info`` names metrics that carry only labels (such as ``gpuledger_gpu_info``)."""
+    ``info`` names metrics that carry only labels (such as ``gpuledger_gpu_info``).
+    ``host_labels``: labels that name the host better than the mapped one, first present wins —
+    under the GPU Operator dcgm-exporter's ``Hostname`` is the exporter pod's name, while a
+    Kubernetes node label (``kubernetes_node``, ``node``, added by Prometheus' relabelling) names
+    the node, so one GPU stays one GPU across exporter restarts."""
     metrics: dict[str, tuple[str, float]]
     labels: dict[str, str]
     source: str = "prometheus"
     info: frozenset[str] = frozenset()
+    host_labels: tuple[str, ...] = ()
 
     def identity_labels(self) -> tuple[str, ...]:
         by_col = {col: label for label, col in self.labels.items()}
         return tuple(by_col.get(c, "") for c in IDENTITY_COLUMNS)
+
+    def host_of(self, labels: dict, mapped: str) -> str:
+        """The host a series belongs to: the first preferred host label present, else the mapped one."""
+        return next((labels[name] for name in self.host_labels if labels.get(name)), labels.get(mapped, ""))
 
 
 def mapping_from_config(metrics: dict, labels: dict, source: str = "prometheus",
@@ -74,12 +83,12 @@ def mapping_from_config(metrics: dict, labels: dict, source: str = "prometheus",
                                               "gpu_uuid" not in base.labels.values()):
         raise MappingError("the mapping has no label for gpu_uuid; every GPU sample needs "
                            "one (dcgm-exporter: UUID)")
-    info = frozenset()
+    info, host_labels = frozenset(), ()
     if base is not None:
         parsed = {**base.metrics, **parsed}
         labels = {**base.labels, **labels}
-        info = base.info
-    return MetricMapping(parsed, dict(labels), source, info)
+        info, host_labels = base.info, base.host_labels
+    return MetricMapping(parsed, dict(labels), source, info, host_labels)
 
 
 def samples_to_records(samples, mapping: MetricMapping, scrape_ts: datetime,
@@ -97,11 +106,14 @@ def samples_to_records(samples, mapping: MetricMapping, scrape_ts: datetime,
         uuid = labels.get(uuid_l)
         if not uuid or (target is None and name not in info):
             continue
-        key = (labels.get(host_l, ""), uuid, labels.get(mig_l, ""), ts_ms)
+        host = mapping.host_of(labels, host_l)
+        key = (host, uuid, labels.get(mig_l, ""), ts_ms)
         acc = groups.get(key)
         if acc is None:
             acc = groups[key] = {"_labels": {}}
         _merge_labels(acc["_labels"], labels, label_cols)
+        if host:
+            acc["_labels"]["host"] = host
         if target is not None and not math.isnan(value):
             col, scale = target
             # dividing by 1000 (not multiplying by 0.001) keeps mJ -> J exact

@@ -21,6 +21,8 @@ bearer token; 413 body over ``receiver.max_body_mb``; 415 wrong encoding or prot
 """
 from __future__ import annotations
 
+import dataclasses
+
 import hashlib
 import hmac
 import logging
@@ -52,6 +54,8 @@ class Receiver:
     def __init__(self, store, config: ReceiverConfig | None = None, clock=time.time):
         self.store, self.config, self.clock = store, config or ReceiverConfig(), clock
         self.max_bytes = int(self.config.max_body_mb * 1024 * 1024)
+        self.mapping = GPULEDGER if self.config.host_labels is None else \
+            dataclasses.replace(GPULEDGER, host_labels=tuple(self.config.host_labels))
         self._lock = threading.Lock()          # one insert at a time into the store
         self.counts = {"remote_write_requests": 0, "remote_write_rows": 0, "batches": 0,
                        "batch_rows": 0, "refused": 0}
@@ -99,7 +103,7 @@ class Receiver:
         received = datetime.fromtimestamp(self.clock(), timezone.utc)
         # one row per GPU entity and sample time: a round scraped twice is sent twice
         records = list({(r.host, r.gpu_uuid, r.mig_instance, r.ts): r for r in samples_to_records(
-            samples, GPULEDGER, received, defaults, "remote_write") if r.host and r.gpu_uuid}.values())
+            samples, self.mapping, received, defaults, "remote_write") if r.host and r.gpu_uuid}.values())
         self.counts["remote_write_requests"] += 1
         if not records:
             return 0

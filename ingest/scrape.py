@@ -20,6 +20,8 @@ shown as failing in ``/healthz`` meanwhile.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import time
 import urllib.error
@@ -41,6 +43,13 @@ ACCEPT = "text/plain;version=0.0.4;q=0.9,*/*;q=0.1"
 
 
 def mapping_for(target) -> MetricMapping:
+    mapping = _mapping(target)
+    if target.host_labels is not None:
+        mapping = dataclasses.replace(mapping, host_labels=tuple(target.host_labels))
+    return mapping
+
+
+def _mapping(target) -> MetricMapping:
     if target.format == "dcgm":
         base = DCGM
     elif target.format == "gpuledger":

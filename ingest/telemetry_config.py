@@ -38,6 +38,8 @@ class ScrapeTarget:
     label_map: dict[str, str] = field(default_factory=dict)          # custom: label -> column
     labels: dict[str, str] = field(default_factory=dict)             # defaults for columns
     token: Secret | None = None              # bearer token the target expects
+    host_labels: list[str] | None = None     # labels naming the host before the mapped one
+                                             # (default: kubernetes_node, node; [] for none)
 
     def validate(self):
         if not self.url.startswith(("http://", "https://")):
@@ -55,6 +57,8 @@ class ReceiverConfig:
     token: Secret | None = None              # bearer token senders must present (None: open)
     max_body_mb: float = 16.0                # larger request bodies are refused with 413
     environment: str = ""                    # default environment for remote_write samples
+    host_labels: list[str] | None = None     # labels naming the host before Hostname (default:
+                                             # kubernetes_node, node; [] for none)
 
     def validate(self):
         if not self.max_body_mb > 0:

@@ -139,3 +139,19 @@ def test_mapping_errors_name_the_columns():
     extended = mapping_from_config({"DCGM_FI_DEV_FAN_SPEED": ("temperature_c", 1)}, {},
                                    base=DCGM)
     assert extended.metrics["DCGM_FI_DEV_GPU_UTIL"] == ("util_gpu", 1.0)
+
+
+def test_a_kubernetes_node_label_names_the_host_not_the_exporter_pod(shared_data):
+    """Under the GPU Operator dcgm-exporter's Hostname is its own pod's name, which changes when
+    the exporter restarts; the node label Prometheus adds keeps one GPU one GPU."""
+    import dataclasses
+
+    text = (shared_data / "dcgm" / "mig_a100_4_instances.prom").read_text()
+    relabelled = text.replace('Hostname="nvidia-dcgm-exporter-tl46n"',
+                              'Hostname="nvidia-dcgm-exporter-tl46n",kubernetes_node="gpu-node-7"')
+    when = datetime(2026, 3, 2, tzinfo=timezone.utc)
+    assert {r.host for r in records_from_text(text, when, DCGM)} == {"nvidia-dcgm-exporter-tl46n"}
+    assert {r.host for r in records_from_text(relabelled, when, DCGM)} == {"gpu-node-7"}
+    assert len(records_from_text(relabelled, when, DCGM)) == 4          # still one record per MIG instance
+    only_hostname = dataclasses.replace(DCGM, host_labels=())
+    assert {r.host for r in records_from_text(relabelled, when, only_hostname)} == {"nvidia-dcgm-exporter-tl46n"}

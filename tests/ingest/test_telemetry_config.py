@@ -67,3 +67,14 @@ def test_sections_parse_with_secrets_and_mappings():
 def test_bad_values_are_named_by_key(text, key):
     with pytest.raises(ConfigError, match=key.replace("[", r"\[").replace("]", r"\]")):
         load(text)
+
+
+def test_host_labels_from_config_reach_the_scrape_and_the_receiver(store):
+    from collector.dcgm import NODE_LABELS
+    from ingest.receiver import Receiver
+
+    target = ScrapeTarget(name="n1", url="http://n1:9400/metrics", format="dcgm")
+    assert mapping_for(target).host_labels == NODE_LABELS
+    assert mapping_for(ScrapeTarget(name="n1", url="http://n1:9400/metrics", format="dcgm", host_labels=[])).host_labels == ()
+    assert Receiver(store).mapping.host_labels == NODE_LABELS
+    assert Receiver(store, ReceiverConfig(host_labels=["k8s_node"])).mapping.host_labels == ("k8s_node",)
