@@ -22,7 +22,6 @@ bearer token; 413 body over ``receiver.max_body_mb``; 415 wrong encoding or prot
 from __future__ import annotations
 
 import dataclasses
-
 import hashlib
 import hmac
 import logging

@@ -21,7 +21,6 @@ shown as failing in ``/healthz`` meanwhile.
 from __future__ import annotations
 
 import dataclasses
-
 import logging
 import time
 import urllib.error
