@@ -195,7 +195,5 @@ def load_promtext(store, path: Path, repair=()) -> int:
                 raise
             raise InputError(f"ClickHouse refused the samples ({first_line(exc)}); nothing from this file was stored",
                              path=str(path)) from None
-        if repair:
-            stage.drop_stored(TABLE, repair)
-        stage.attach_to()
+        stage.attach_to(unless_stored=repair)
         return len(records)

@@ -21,10 +21,11 @@ def open_store(dsn: str, raw_retention_days: int | None = None) -> Store:
 
 
 def prepare(store, raw_retention_days: int | None = None) -> list[str]:
-    """Apply pending migrations, the views and the configured raw-data retention; return the
-    migrations applied."""
+    """Apply pending migrations, the views and the configured raw-data retention, and drop staging
+    tables a killed process left behind over a day ago; return the migrations applied."""
     applied = migrate(store)
     apply_views(store)
+    store.drop_stale_stages()
     if raw_retention_days:
         set_retention(store, raw_retention_days)
     return applied

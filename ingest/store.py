@@ -216,40 +216,33 @@ class Stage:
     def count(self) -> int:
         return int(self.store.scalar(f"SELECT count() FROM `{self.name}`"))
 
-    def attach_to(self, table: str | None = None) -> list[str]:
-        """Add every partition of the stage to ``table`` (default: the table it copies); return their ids."""
-        ids = self.store.partitions(self.name)
-        for pid in ids:
-            self.store.command(f"ALTER TABLE `{table or self.like}` ATTACH PARTITION ID '{pid}' FROM `{self.name}`")
-        return ids
+    def attach_to(self, table: str | None = None, *, unless_stored: Sequence[str] = ()) -> None:
+        """Add every partition of the stage to ``table`` (default: the table it copies).
 
-    def replace_in(self, table: str | None = None, partition_ids: Sequence[str] = ()) -> list[str]:
-        """Make each partition of ``table`` that the stage holds, and each of ``partition_ids``, exactly
-        what the stage holds for it (a partition the stage has no rows for is dropped); return the ids."""
+        ``unless_stored`` (the table's key columns) finishes an interrupted earlier load of the
+        same input: a partition whose every row the table already holds is not attached again
+        (ATTACH is atomic per partition, so one is attached whole or not at all)."""
         table = table or self.like
+        keys = ", ".join(f"`{k}`" for k in unless_stored)
+        for pid in self.store.partitions(self.name):
+            if unless_stored:
+                total, stored = self.store.rows(
+                    f"SELECT count(), countIf(({keys}) IN (SELECT {keys} FROM `{table}` WHERE _partition_id = {{p:String}})) "
+                    f"FROM `{self.name}` WHERE _partition_id = {{p:String}}", {"p": pid})[0]
+                if total == stored:
+                    continue
+            self.store.command(f"ALTER TABLE `{table}` ATTACH PARTITION ID '{pid}' FROM `{self.name}`")
+
+    def replace_in(self, partition_ids: Sequence[str] = ()) -> None:
+        """Make each partition of the table that the stage holds, and each of ``partition_ids``,
+        exactly what the stage holds for it (a partition the stage has no rows for is dropped)."""
         held = self.store.partitions(self.name)
         for pid in held:
-            self.store.command(f"ALTER TABLE `{table}` REPLACE PARTITION ID '{pid}' FROM `{self.name}`")
+            self.store.command(f"ALTER TABLE `{self.like}` REPLACE PARTITION ID '{pid}' FROM `{self.name}`")
         for pid in sorted(set(partition_ids) - set(held)):
             if not _PARTITION_ID.fullmatch(pid):
-                raise StoreError(f"unexpected partition id {pid!r} for table {table}")
-            self.store.command(f"ALTER TABLE `{table}` DROP PARTITION ID '{pid}'")
-        return sorted(set(held) | set(partition_ids))
-
-    def drop_stored(self, table: str, key: Sequence[str]) -> list[str]:
-        """Drop from the stage each partition whose every row (by ``key``) ``table`` already holds:
-        what an interrupted earlier load of the same input attached (ATTACH is atomic per
-        partition, so a partition is attached whole or not at all). Returns the ids dropped."""
-        keys = ", ".join(f"`{k}`" for k in key)
-        dropped = []
-        for pid in self.store.partitions(self.name):
-            held = self.store.rows(
-                f"SELECT count(), countIf(({keys}) IN (SELECT {keys} FROM `{table}` WHERE _partition_id = {{p:String}})) "
-                f"FROM `{self.name}` WHERE _partition_id = {{p:String}}", {"p": pid})[0]
-            if held[0] and held[0] == held[1]:
-                self.store.command(f"ALTER TABLE `{self.name}` DROP PARTITION ID '{pid}'")
-                dropped.append(pid)
-        return dropped
+                raise StoreError(f"unexpected partition id {pid!r} for table {self.like}")
+            self.store.command(f"ALTER TABLE `{self.like}` DROP PARTITION ID '{pid}'")
 
     def exchange(self) -> None:
         """Swap the stage and the table it copies, atomically; the old rows go when the stage is dropped."""

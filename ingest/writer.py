@@ -162,7 +162,5 @@ def load_file(store, table: str, path: Path, columns: Sequence[str], fmt: str, s
             data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
             stage.fill_bytes(data, columns, fmt, all_settings)
         rows = stage.count()
-        if repair:
-            stage.drop_stored(table, repair)
-        stage.attach_to()
+        stage.attach_to(unless_stored=repair)
         return rows

@@ -173,7 +173,6 @@ def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = pr
     report = BillingReport(load_id)
     loaded_at = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     _check_schema(store)
-    store.drop_stale_stages()
     with stage.staging(store) as (good, bad):
         for number, item in enumerate(inputs, 1):
             result = _load_one(store, item, load_id, loaded_at, good, bad)

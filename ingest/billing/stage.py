@@ -27,7 +27,8 @@ from ingest.store import Stage
 
 TABLE = "billing_line_items"
 QUARANTINE = "billing_quarantine"
-QUARANTINE_STAGE_ENGINE = "ENGINE = MergeTree ORDER BY tuple()"   # unpartitioned: rows are only copied on
+# the bad stage is unpartitioned: its rows are copied into billing_quarantine, never attached
+QUARANTINE_STAGE_ENGINE = "ENGINE = MergeTree ORDER BY tuple()"
 
 # Columns whose values identify a line item across restatements (costs are not identity).
 IDENTITY = (
