@@ -162,6 +162,7 @@ def test_daily_digest_goes_once_at_the_hour_through_the_teams_webhook(store, rec
     key = digest_key("hook", "research", Period("daily", *day))
     assert got.headers["idempotency-key"] == key == payload["idempotencyKey"]
     assert payload["groupKey"] == "digest:research" and payload["alerts"] == []
+    assert f"total waste: {usd(want['waste_usd'])}" in payload["text"]
 
     (entry,) = outbox.entries(store)
     assert (entry.key, entry.status, entry.kind) == (key, "delivered", "digest")
