@@ -13,6 +13,7 @@ Alertmanager. See docs/alerts.md.
     delivery      retries with backoff and Retry-After, every attempt recorded
     channels      slack, email, webhook, alertmanager; build_channels
     engine        Engine.run_once / Engine.evaluate; engine_from_config
-    commands      `gpuledger alerts ...`: add_commands(subparsers, open_store)
-    scheduler     install(platform, cfg): the job inside `gpuledger up`
+    actions       check / send_test: what `gpuledger alerts ...` (gpuledger/cli/alerts.py) runs
+    digest        each team's daily or weekly digest of past waste, through its contact channel
+    scheduler     install(platform, cfg): the alerts and digest jobs inside `gpuledger up`
 """

@@ -16,6 +16,7 @@ from base.settings import Secret
 Severity = Literal["critical", "warning", "info"]
 SEVERITIES = ("info", "warning", "critical")          # lowest to highest
 CHANNEL_TYPES = ("slack", "email", "webhook", "alertmanager")
+RUNBOOK_BASE_URL = "https://github.com/gpuledger/gpuledger/blob/main/docs/runbooks.md"
 
 
 def _bad_duration(value) -> bool:
@@ -45,6 +46,7 @@ class RuleConfig:
     repeat_interval: str = "4h"
     params: dict[str, float] = field(default_factory=dict)      # {name:Float64} query parameters
     page: str = "alerts"                    # dashboard page notifications link to
+    unit: str = ""                          # what value counts, shown with it: "h", "%", "USD", "GPUs"
     enabled: bool = True
 
     def validate(self):
@@ -151,6 +153,29 @@ class DeliveryConfig:
         return None
 
 
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")          # the digest's weekday, as date.weekday()
+
+
+@dataclass
+class DigestConfig:
+    """Each team's periodic digest of past waste (ended idle windows never page anyone; they go
+    here): the period's top windows, waste by part and the trend against the period before, sent
+    through the team's ``contact`` channel."""
+
+    enabled: bool = True
+    every: Literal["daily", "weekly"] = "daily"     # daily: yesterday (UTC); weekly: last Monday-Sunday
+    at_hour_utc: int = 8                    # sent at the first round at or after this hour (UTC)
+    weekday: Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"] = "mon"   # the day weekly ones go out
+    top_windows: int = 5                    # idle windows listed
+
+    def validate(self):
+        if not 0 <= self.at_hour_utc <= 23:
+            return "at_hour_utc", "an hour of the day from 0 to 23 (UTC)"
+        if not 1 <= self.top_windows <= 50:
+            return "top_windows", "a number of windows from 1 to 50"
+        return None
+
+
 def _default_inhibit() -> list[InhibitConfig]:
     same = ["category", "team", "host", "gpu_uuid"]
     return [InhibitConfig(["severity=critical"], ["severity=~warning|info"], same),
@@ -162,6 +187,9 @@ class AlertsConfig:
     enabled: bool = True                    # evaluate in the scheduler of `gpuledger up`
     interval_s: int = 60                    # seconds between evaluation rounds
     base_url: str = "http://127.0.0.1:8050" # dashboard address used in links
+    # where each alert's runbook_url points: {runbook_base_url}#{alertname}, or the base with
+    # "{alertname}" replaced where it has that placeholder (a wiki page per rule)
+    runbook_base_url: str = RUNBOOK_BASE_URL
     builtin: bool = True                    # the built-in rule pack
     builtin_rules: dict[str, BuiltinRuleConfig] = field(default_factory=dict)
     rules: list[RuleConfig] = field(default_factory=list)
@@ -171,12 +199,15 @@ class AlertsConfig:
     inhibit: list[InhibitConfig] = field(default_factory=_default_inhibit)
     keep_resolved: str = "24h"              # how long a resolved alert's state is kept
     delivery: DeliveryConfig = field(default_factory=DeliveryConfig)
+    digest: DigestConfig = field(default_factory=DigestConfig)
 
     def validate(self):
         if self.interval_s < 1:
             return "interval_s", "a number of seconds >= 1"
         if not self.base_url.startswith(("http://", "https://")):
             return "base_url", "the dashboard's URL, http(s)://host:port"
+        if not self.runbook_base_url.startswith(("http://", "https://")):
+            return "runbook_base_url", "the runbooks' URL, http(s)://..."
         if _bad_duration(self.keep_resolved):
             return "keep_resolved", _DURATION
         names = [c.name for c in self.channels]

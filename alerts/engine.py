@@ -37,6 +37,7 @@ class RoundReport:
     alerts: list[tuple[AlertState, Rule]] = field(default_factory=list)   # pending, firing, resolved
     errors: dict[str, str] = field(default_factory=dict)                  # rule -> error
     muted: dict[str, str] = field(default_factory=dict)                   # fingerprint -> why
+    destinations: dict[str, list[str]] = field(default_factory=dict)      # fingerprint -> channels ([]: nowhere)
     notifications: list[Notification] = field(default_factory=list)
     delivery: DeliveryReport | None = None
     rules: int = 0
@@ -85,6 +86,8 @@ class Engine:
             events += step.events
             report.alerts += [(st, rule) for st in step.current.values()]
         report.muted = self.muted(report.alerts, now)
+        report.destinations = {st.fingerprint: self.routing.channels_for(st.labels, rule.channels)
+                               for st, rule in report.alerts}
         last = outbox.last_per_group(self.store)
         report.notifications = plan(report.alerts, report.muted, last, self.routing, now, self.cfg.base_url,
                                     self.send_resolved)
@@ -125,8 +128,8 @@ class Engine:
 def engine_from_config(store, cfg: AlertsConfig, *, teams=(), base_dir: Path | None = None, transport=None,
                        smtp=None, clock: Clock = system_clock, sleep: Callable[[float], None] = time.sleep) -> Engine:
     """The engine for a config: its rules, its channels (with the real transports unless given),
-    and each team's ``contact`` channel."""
+    and each team's ``contact`` channel (the config refuses one that names no channel)."""
     channels = build_channels(cfg.channels, transport=transport, smtp=smtp)
-    contacts = {t.name: t.contact for t in teams if t.contact in channels}
+    contacts = {t.name: t.contact for t in teams if t.contact}
     return Engine(store, rules_from_config(cfg, base_dir), cfg, channels, clock=clock, sleep=sleep,
                   team_contacts=contacts)

@@ -94,7 +94,16 @@ def to_instance(rule: Rule, row: dict) -> Instance:
     context = {**rule.params, **annotations, **labels, "value": value}
     for name, template in rule.annotations.items():
         annotations[name] = render(template, context)
+    annotations["value"] = with_unit(value, rule.unit)
     return Instance(rule.name, fingerprint(labels), labels, annotations, value)
+
+
+def with_unit(value: float, unit: str) -> str:
+    """``value`` as people read it: ``$1,234.50``, ``3.2 h``, ``87.5 %``, ``12``."""
+    if unit == "USD":
+        return f"${value:,.2f}"
+    number = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}" if abs(value) < 10 else f"{value:,.1f}"
+    return f"{number} {unit}".strip()
 
 
 class _Template(string.Formatter):

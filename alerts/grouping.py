@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from urllib.parse import urlencode
 
 from alerts.clock import iso
@@ -64,20 +64,29 @@ def group_key(group_by, labels: dict[str, str]) -> str:
     return json.dumps([[name, labels.get(name, "")] for name in sorted(group_by)], separators=(",", ":"))
 
 
-# alert label -> the dashboard's URL filter (dashboard/filters.py)
-URL_FILTERS = {"team": "team", "environment": "env"}
+# alert label -> the dashboard's URL parameter (dashboard/filters.py: the global filters; the Idle &
+# waste page's focus on one GPU entity and one of its windows: gpu, mig, window)
+URL_FILTERS = {"team": "team", "environment": "env", "gpu_uuid": "gpu", "mig_instance": "mig",
+               "window_start": "window"}
 
 
-def alert_url(base_url: str, rule: Rule | None, labels: dict[str, str]) -> str:
+def alert_url(base_url: str, rule: Rule | None, labels: dict[str, str], annotations: dict[str, str] | None = None,
+              today: date | None = None) -> str:
+    """The dashboard page about an alert, filtered to exactly its team, environment, GPU and idle
+    window (``from``/``to``: the window's days, its end's day or ``today`` while it is open)."""
     page = rule.page if rule else "alerts"
     query = {param: labels[label] for label, param in URL_FILTERS.items() if labels.get(label)}
+    if labels.get("window_start"):
+        start = labels["window_start"][:10]
+        end = (annotations or {}).get("window_end", "")[:10] or (today.isoformat() if today else start)
+        query.update({"from": start, "to": max(start, end)})
     return f"{base_url.rstrip('/')}/{page}" + (f"?{urlencode(query)}" if query else "")
 
 
-def view(st: AlertState, rule: Rule | None, base_url: str, status: str) -> AlertView:
+def view(st: AlertState, rule: Rule | None, base_url: str, status: str, now: datetime | None = None) -> AlertView:
     return AlertView(st.fingerprint, status, dict(st.labels), dict(st.annotations), st.value,
                      iso(st.fired_at or st.active_since), iso(st.resolved_at) if status == "resolved" else "",
-                     alert_url(base_url, rule, st.labels))
+                     alert_url(base_url, rule, st.labels, st.annotations, (now or st.evaluated_at or st.active_since).date()))
 
 
 def plan(states: list[tuple[AlertState, Rule]], muted: dict[str, str], last: dict[tuple[str, str], LastNotification],
@@ -113,8 +122,8 @@ def plan(states: list[tuple[AlertState, Rule]], muted: dict[str, str], last: dic
             now - previous.created_at >= timedelta(seconds=group.repeat_s)
         if not (new or resolved or repeat_due):
             continue
-        alerts = [view(st, rule, base_url, "firing") for st, rule in sorted(firing.values(), key=_order)]
-        alerts += [view(st, rule, base_url, "resolved") for st, rule in sorted(resolved, key=_order)]
+        alerts = [view(st, rule, base_url, "firing", now) for st, rule in sorted(firing.values(), key=_order)]
+        alerts += [view(st, rule, base_url, "resolved", now) for st, rule in sorted(resolved, key=_order)]
         labels = group.labels if group else _group_labels(key)
         out.append(Notification(
             key=idempotency_key(channel, key, now, alerts), channel=channel, group_key=key, group_labels=labels,

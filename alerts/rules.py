@@ -28,8 +28,14 @@ class Rule:
     channels: tuple[str, ...] = ()
     params: dict[str, float] = field(default_factory=dict)
     page: str = "alerts"
+    unit: str = ""                        # what value counts, shown with it (h, %, USD, ...)
     builtin: bool = False
     severity_fixed: bool = False          # the config set it: a query's severity column does not override it
+
+
+def runbook_url(base: str, rule: str) -> str:
+    """Where a rule's runbook is: ``base`` with ``{alertname}`` filled in, or ``base#rule``."""
+    return base.replace("{alertname}", rule) if "{alertname}" in base else f"{base}#{rule}"
 
 
 def builtin_rules(cfg: AlertsConfig) -> list[Rule]:
@@ -54,8 +60,8 @@ def builtin_rules(cfg: AlertsConfig) -> list[Rule]:
         out.append(Rule(
             name=name, sql=spec.sql(), severity=severity, for_s=parse_duration(for_d),
             repeat_interval_s=parse_duration(repeat), group_by=group_by, labels=labels,
-            annotations={"summary": spec.summary} if spec.summary else {}, channels=channels,
-            params=params, page=spec.page, builtin=True,
+            annotations={"summary": spec.summary, "runbook_url": runbook_url(cfg.runbook_base_url, name)},
+            channels=channels, params=params, page=spec.page, unit=spec.unit, builtin=True,
             severity_fixed=over is not None and over.severity is not None,
         ))
     return out
@@ -82,6 +88,6 @@ def rules_from_config(cfg: AlertsConfig, base_dir: Path | None = None) -> list[R
             name=rc.name, sql=sql, severity=rc.severity, for_s=parse_duration(rc.for_duration),
             repeat_interval_s=parse_duration(rc.repeat_interval), group_by=tuple(rc.group_by),
             labels=dict(rc.labels), annotations=dict(rc.annotations), channels=tuple(rc.channels),
-            params=dict(rc.params), page=rc.page,
+            params=dict(rc.params), page=rc.page, unit=rc.unit,
         ))
     return rules

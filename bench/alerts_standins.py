@@ -1,4 +1,4 @@
-"""Stand-ins for the analytics views the built-in alert rules read — the columns the rules use,
+"""Stand-ins for the analytics views (and the daily waste rollup) the built-in alert rules read — the columns the rules use,
 with the names and types of ``sql/views/`` — so the alerts tests and benchmark control
 every row.
 
@@ -14,7 +14,11 @@ import numpy as np
 DDL = {
     "v_idle_waste": """(host String, gpu_uuid String, mig_instance String, pool String, environment String,
         region String, kind String, team String, user String, job_id String, start DateTime('UTC'),
-        end DateTime('UTC'), duration_s UInt32, cost_usd Float64) ENGINE = MergeTree ORDER BY (host, gpu_uuid, start)""",
+        end DateTime('UTC'), duration_s UInt32, cost_usd Float64, is_open UInt8, covered_s Float64,
+        model String DEFAULT 'NVIDIA H100 80GB HBM3', k8s_namespace String DEFAULT '', k8s_pod String DEFAULT '')
+        ENGINE = MergeTree ORDER BY (host, gpu_uuid, start)""",
+    "gpu_waste_day": """(day Date, team String, idle_allocated_usd Float64, unused_usd Float64)
+        ENGINE = MergeTree ORDER BY (team, day)""",
     "v_team_utilization": """(team String, environment String, day Date, utilization_pct Float64,
         gpu_hours Float64) ENGINE = MergeTree ORDER BY (team, day)""",
     "v_team_budget": """(team String, month Date, budget_usd Float64, spend_mtd_usd Float64,
@@ -27,7 +31,8 @@ DDL = {
 }
 COLUMNS = {
     "v_idle_waste": ["host", "gpu_uuid", "mig_instance", "pool", "environment", "region", "kind", "team", "user",
-                     "job_id", "start", "end", "duration_s", "cost_usd"],
+                     "job_id", "start", "end", "duration_s", "cost_usd", "is_open", "covered_s"],
+    "gpu_waste_day": ["day", "team", "idle_allocated_usd", "unused_usd"],
     "v_team_utilization": ["team", "environment", "day", "utilization_pct", "gpu_hours"],
     "v_team_budget": ["team", "month", "budget_usd", "spend_mtd_usd", "forecast_usd"],
     "v_team_spend": ["day", "team", "environment", "cost_kind", "currency", "cost_usd"],
@@ -51,7 +56,8 @@ def insert(store, table: str, rows: list) -> None:
 
 def fill_fleet(store, now: datetime, gpus: int = 256, days: int = 30, seed: int = 1) -> dict[str, int]:
     """A fleet's worth of rows: ~8 idle windows per GPU per day (lognormal lengths, a few over two
-    hours), daily spend per team x environment x cost kind, daily utilization, budgets, findings."""
+    hours; each GPU's last one still open), daily spend per team x environment x cost kind, daily
+    utilization and waste, budgets, findings."""
     rng = np.random.default_rng(seed)
     start = int((now - timedelta(days=days)).timestamp())
     per_gpu = 8 * days
@@ -67,19 +73,22 @@ def fill_fleet(store, now: datetime, gpus: int = 256, days: int = 30, seed: int 
         list(env), ["ams1"] * n, list(kind), [t if k == "allocated" else "" for t, k in zip(team, kind)],
         ["user"] * n, ["job"] * n, [datetime.fromtimestamp(int(b), timezone.utc) for b in begin],
         [datetime.fromtimestamp(int(b + d), timezone.utc) for b, d in zip(begin, length)], length, length / 3600 * 2.5,
+        list((np.arange(n) % per_gpu == per_gpu - 1).astype("uint8")), length.astype("float64"),
     ]
     store.client.insert("v_idle_waste", list(zip(*idle)), column_names=COLUMNS["v_idle_waste"])
     today = now.date()
-    spend, util = [], []
+    spend, util, waste = [], [], []
     for d in range(days):
         day = today - timedelta(days=days - d)
         for t in TEAMS:
             for e in ENVIRONMENTS:
                 util.append((t, e, day, float(rng.uniform(35, 70)), float(rng.uniform(50, 400))))
+                waste.append((day, t, float(rng.uniform(50, 200)), float(rng.uniform(100, 400))))
                 for k in COST_KINDS:
                     spend.append((day, t, e, k, "USD", float(rng.uniform(100, 300))))
     insert(store, "v_team_spend", spend)
     insert(store, "v_team_utilization", util)
+    insert(store, "gpu_waste_day", waste)
     month = today.replace(day=1)
     insert(store, "v_team_budget", [(t, month, 60000.0, 20000.0, 45000.0) for t in TEAMS])
     findings = [("runtime_drift", f"drift-{i}", "warning", TEAMS[i % 6], f"node-{i:03d}", "", "onprem", "ams1", "",

@@ -59,7 +59,7 @@ class ServerConfig:
 class TeamConfig:
     name: str
     budget_usd_month: float = 0.0           # 0: no budget
-    contact: str = ""                       # where the team's alerts go (a channel name or address)
+    contact: str = ""                       # the channel (under [[alerts.channels]]) for the team's alerts
 
 
 @dataclass
@@ -79,6 +79,17 @@ class Config:
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     dashboard: DashboardConfig = field(default_factory=DashboardConfig)
     source: str = "defaults"                # where this config was read from (not a key)
+
+    def validate(self):
+        """Cross-section checks: each team's contact names a configured alert channel."""
+        channels = [c.name for c in self.alerts.channels]
+        for i, team in enumerate(self.teams):
+            if team.contact and team.contact not in channels:
+                known = f"one of {', '.join(channels)}" if channels else "none is configured yet"
+                return (f"teams[{i}].contact",
+                        f"the name of a channel under [[alerts.channels]] ({known}) for team {team.name}'s alerts, "
+                        f"got {team.contact!r}; define that channel (Slack webhook, email, webhook) or leave contact out")
+        return None
 
     def store_dsn(self) -> str:
         """The DSN with the password from its secret, if one is configured."""

@@ -51,8 +51,11 @@ def config_text(meta: dict) -> str:
     lines += ["[analytics]", f"depreciation_months = {int(onprem.get('depreciation_months', 36))}",
               f"operations_usd_per_gpu_month = {float(onprem.get('ops_usd_per_gpu_month', 120.0))}", ""]
     for team in meta["teams"]:
-        lines += ["[[teams]]", f"name = {q(team['name'])}", f"budget_usd_month = {float(team['monthly_budget_usd'])}",
-                  f"contact = {q(team.get('slack_channel', ''))}", ""]
+        lines += ["[[teams]]", f"name = {q(team['name'])}", f"budget_usd_month = {float(team['monthly_budget_usd'])}"]
+        if team.get("slack_channel"):
+            lines.append(f"# contact = \"...\"   # a channel under [[alerts.channels]], e.g. a Slack webhook "
+                         f"posting to {team['slack_channel']}")
+        lines.append("")
     for pool in meta["pools"]:
         lines += ["[[pools]]", f"name = {q(pool['name'])}", f"environment = {q(pool['environment'])}"]
         if pool["environment"] == "onprem" and pool.get("capital_usd_per_gpu"):

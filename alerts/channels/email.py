@@ -34,13 +34,13 @@ def email_html(n: Notification) -> str:
     for a in n.alerts:
         severity = a.labels.get("severity", "")
         color = "#1e8449" if a.status == "resolved" else COLORS.get(severity, "#555")
-        labels = ", ".join(f"{html.escape(k)}={html.escape(v)}" for k, v in sorted(a.labels.items())
-                           if v and k not in ("alertname", "severity"))
+        details = "<br>".join(html.escape(line) for line in a.details(n.created_at) if not line.startswith("open: "))
         link = f'<a href="{html.escape(a.url)}">{html.escape(a.summary)}</a>' if a.url else html.escape(a.summary)
         rows.append(f'<tr><td style="color:{color};font-weight:bold">{html.escape(a.status.upper())} '
-                    f'{html.escape(severity)}</td><td>{link}<br><small>{html.escape(a.name)} {labels}</small></td></tr>')
+                    f'{html.escape(severity)}</td><td>{link}<br><small>{details}<br>{html.escape(a.name)}</small></td></tr>')
+    body = "".join(f"<p>{html.escape(line)}</p>" for line in n.body)
     footer = f'<p><a href="{html.escape(n.dashboard_url)}">All alerts in gpuledger</a></p>' if n.dashboard_url else ""
-    return (f"<!DOCTYPE html><html><body><h2>{html.escape(n.title())}</h2>"
+    return (f"<!DOCTYPE html><html><body><h2>{html.escape(n.title())}</h2>{body}"
             f'<table cellpadding="6">{"".join(rows)}</table>{footer}</body></html>')
 
 

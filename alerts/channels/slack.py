@@ -15,13 +15,14 @@ def escape(text: str) -> str:
 
 def slack_payload(n: Notification) -> dict:
     blocks = [{"type": "header", "text": {"type": "plain_text", "text": n.title()[:150], "emoji": True}}]
+    if n.body:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": escape("\n".join(n.body))[:2900]}})
     for a in n.alerts[:MAX_ALERTS]:
         mark = ":white_check_mark: resolved" if a.status == "resolved" else EMOJI.get(a.labels.get("severity"), "")
         summary = escape(a.summary)
         title = f"<{a.url}|{summary}>" if a.url else summary
-        labels = ", ".join(f"{k}={escape(v)}" for k, v in sorted(a.labels.items())
-                           if v and k not in ("alertname", "severity"))
-        text = f"{mark} *{title}*\n`{a.name}` {labels}"
+        details = "\n".join(escape(line) for line in a.details(n.created_at) if not line.startswith("open: "))
+        text = f"{mark} *{title}*\n{details}\n`{a.name}`"
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": text[:2900]}})
     if len(n.alerts) > MAX_ALERTS:
         blocks.append({"type": "context", "elements": [

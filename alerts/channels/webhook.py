@@ -18,7 +18,8 @@ def webhook_payload(n: Notification, receiver: str = "") -> dict:
     return {
         "version": "4",
         "groupKey": n.group_key,
-        "status": "firing" if n.firing else ("resolved" if n.status != "test" else "firing"),
+        # a digest has no alerts: its own status, its lines in "text"
+        "status": "firing" if n.firing or n.status == "test" else "digest" if n.status == "digest" else "resolved",
         "receiver": receiver or n.channel,
         "groupLabels": n.group_labels,
         "commonLabels": common([a.labels for a in n.alerts]),
@@ -27,6 +28,7 @@ def webhook_payload(n: Notification, receiver: str = "") -> dict:
         "truncatedAlerts": 0,
         "idempotencyKey": n.key,
         "title": n.title(),
+        "text": n.text(),
         "alerts": [{
             "status": a.status, "labels": a.labels, "annotations": a.annotations, "value": a.value,
             "startsAt": a.starts_at, "endsAt": a.ends_at or "0001-01-01T00:00:00Z",

@@ -16,7 +16,8 @@ from base.errors import AlertsError, ChannelError, SilenceError
 from gpuledger.cli.common import open_store
 from gpuledger.cli.output import render
 
-CHECK_COLUMNS = ["state", "severity", "alertname", "value", "labels", "summary", "note"]
+CHECK_COLUMNS = ["state", "severity", "alertname", "value", "labels", "summary", "delivered_to", "note"]
+NOWHERE = "nowhere"
 
 
 def parse_time(text: str | None) -> datetime | None:
@@ -37,8 +38,9 @@ def check_rows(report) -> list[tuple]:
     for st, _ in sorted(report.alerts, key=lambda p: (order.get(p[0].state, 3), p[0].rule, sorted(p[0].labels.items()))):
         labels = " ".join(f"{k}={v}" for k, v in sorted(st.labels.items())
                           if v and k not in ("alertname", "severity", "category"))
-        rows.append((st.state, st.severity, st.rule, round(st.value, 3), labels, st.summary,
-                     report.muted.get(st.fingerprint, "")))
+        to = ", ".join(report.destinations.get(st.fingerprint, [])) or NOWHERE
+        rows.append((st.state, st.severity, st.rule, st.annotations.get("value") or round(st.value, 3), labels,
+                     st.summary, to, report.muted.get(st.fingerprint, "")))
     return rows
 
 
@@ -54,6 +56,10 @@ def cmd_check(args, cfg) -> int:
         print(f"{report.rules} rule(s) evaluated at {iso(report.at)} in {report.duration_s:.2f} s: "
               f"{firing} firing, {len(report.in_state('pending'))} pending"
               + (f", {len(report.muted)} silenced or inhibited" if report.muted else ""))
+        lost = [st for st in report.firing if not report.destinations.get(st.fingerprint)]
+        if lost:
+            print(f"{len(lost)} firing alert(s) would be delivered nowhere: no rule channel, route, team contact "
+                  "([[teams]] contact) or alerts.default_channels sends them anywhere")
         if args.send and report.delivery is not None:
             d = report.delivery
             print(f"{len(report.notifications)} notification(s) decided; {len(d.delivered)} delivered, "

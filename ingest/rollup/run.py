@@ -194,8 +194,8 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[i
         months = {r[0] for r in store.rows(
             "SELECT DISTINCT _partition_id FROM idle_windows WHERE end >= {cutoff:DateTime64(3)}", cutoff)}
         months |= set(store.partitions(stage.name))
-        stage.fill("SELECT * FROM idle_windows WHERE _partition_id IN {months:Array(String)} AND end < {cutoff:DateTime64(3)}",
-                   parameters=cutoff | {"months": sorted(months)}, columns=store.columns("idle_windows"))
+        stage.fill(sql("rollup/idle_kept"), parameters=cutoff | {"months": sorted(months), "until": params["until"]},
+                   columns=store.columns("idle_windows"))
         stage.replace_in(partition_ids=sorted(months))
         return computed, changed_from
 

@@ -13,7 +13,7 @@ SELECT
     severity,
     summary,
     1                                                            AS value,
-    toString(round(cost_usd, 2))                                 AS annotation_cost_usd,
+    toString(round(cost_usd, 2))                                 AS annotation_usd,
     substring(evidence, 1, 2000)                                 AS annotation_evidence,
     formatDateTime(first_seen, '%Y-%m-%dT%H:%i:%SZ', 'UTC')     AS annotation_first_seen,
     formatDateTime(last_seen, '%Y-%m-%dT%H:%i:%SZ', 'UTC')      AS annotation_last_seen

@@ -6,7 +6,8 @@ SELECT
     100 * spend_mtd_usd / budget_usd                             AS value,
     toString(round(spend_mtd_usd, 2))                            AS annotation_spend_mtd_usd,
     toString(round(budget_usd, 2))                               AS annotation_budget_usd,
-    toString(round(forecast_usd, 2))                             AS annotation_forecast_usd
+    toString(round(forecast_usd, 2))                             AS annotation_forecast_usd,
+    toString(round(greatest(spend_mtd_usd - budget_usd, 0), 2))AS annotation_usd
 FROM
 (
     SELECT team, month AS m, budget_usd, spend_mtd_usd, forecast_usd

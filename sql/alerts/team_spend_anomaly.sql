@@ -8,7 +8,8 @@ SELECT
     toString(target)                                             AS day,
     spend                                                        AS value,
     toString(round(baseline, 2))                                 AS annotation_baseline_usd,
-    toString(round(spread, 2))                                   AS annotation_baseline_stddev_usd
+    toString(round(spread, 2))                                   AS annotation_baseline_stddev_usd,
+    toString(round(spend - baseline, 2))                         AS annotation_usd
 FROM
 (
     SELECT

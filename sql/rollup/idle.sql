@@ -6,9 +6,11 @@
 -- gaps included) at least the pool's idle_min_minutes. Exact to the sample: a window starts at
 -- its first idle sample and ends when its last idle sample stops holding.
 -- Only windows ending at or after {cutoff:DateTime64(3)} are returned (older ones cannot change).
+-- is_open: the window holds its GPU entity's latest sample before {until:DateTime} (its end, where
+-- that sample stops holding, lies after every sample of the entity), so it may still grow.
 SELECT w.host AS host, w.gpu_uuid AS gpu_uuid, w.mig_instance AS mig_instance, w.w_start AS start, w.w_end AS end,
     toFloat64(toUnixTimestamp64Milli(w.w_end) - toUnixTimestamp64Milli(w.w_start)) / 1000 AS duration_s,
-    w.w_covered AS covered_s, w.w_kind AS kind, w.w_environment AS environment, w.w_region AS region, w.w_pool AS pool,
+    w.w_covered AS covered_s, toUInt8(w.w_end > l.last_ts) AS is_open, w.w_kind AS kind, w.w_environment AS environment, w.w_region AS region, w.w_pool AS pool,
     w.w_instance_id AS instance_id, w.w_model AS model,
     if(w.w_kind = 'allocated', w.w_team, '') AS team, if(w.w_kind = 'allocated', w.w_user, '') AS user,
     if(w.w_kind = 'allocated', w.w_job_id, '') AS job_id, if(w.w_kind = 'allocated', w.w_k8s_namespace, '') AS k8s_namespace,
@@ -46,4 +48,11 @@ FROM
     HAVING w_end >= {cutoff:DateTime64(3)}
 ) AS w
 LEFT JOIN config_pools AS p ON p.pool = w.w_pool
+-- the latest sample of each entity since the cutoff (none: 1970, before any window's end)
+LEFT JOIN
+(
+    SELECT host, gpu_uuid, mig_instance, max(ts) AS last_ts FROM gpu_samples
+    WHERE ts >= {cutoff:DateTime64(3)} AND ts < {until:DateTime}
+    GROUP BY host, gpu_uuid, mig_instance
+) AS l ON l.host = w.host AND l.gpu_uuid = w.gpu_uuid AND l.mig_instance = w.mig_instance
 WHERE toUnixTimestamp64Milli(w.w_end) - toUnixTimestamp64Milli(w.w_start) >= p.idle_min_minutes * 60000

@@ -25,11 +25,13 @@ def sample(status="firing", created="2026-03-02T09:00:00.000Z") -> Notification:
     alerts = (
         AlertView("aaaa", status, {"alertname": "gpu_idle_window", "severity": "warning", "team": "data-science",
                                    "host": "dgx-07", "gpu_uuid": "GPU-1"},
-                  {"summary": "allocated GPU idle 6.0 h on dgx-07 <GPU-1> & co"}, 6.0, "2026-03-02T08:00:00Z",
+                  {"summary": "allocated GPU idle 6.0 h on dgx-07 <GPU-1> & co", "since": "2026-03-02 03:00",
+                   "usd": "19.2", "usd_per_hour": "3.2", "value": "6 h",
+                   "runbook_url": "https://wiki.example/runbooks#gpu_idle_window"}, 6.0, "2026-03-02T08:00:00Z",
                   "2026-03-02T08:59:00Z" if status == "resolved" else "", "http://dash:8050/idle?team=data-science"),
         AlertView("bbbb", status, {"alertname": "gpu_idle_window", "severity": "critical", "team": "data-science",
                                    "host": "dgx-08", "gpu_uuid": "GPU-2"},
-                  {"summary": "idle on dgx-08"}, 5.0, "2026-03-02T08:10:00Z",
+                  {"summary": "idle on dgx-08", "usd": "10.5", "usd_per_hour": "2.1"}, 5.0, "2026-03-02T08:10:00Z",
                   "2026-03-02T08:59:00Z" if status == "resolved" else "", "http://dash:8050/idle?team=data-science"),
     )
     return Notification("k" * 32, "c", '[["alertname","gpu_idle_window"],["team","data-science"]]',
@@ -44,10 +46,10 @@ def test_slack_gets_block_kit_with_text_fallback_and_dashboard_links(astore, sou
     [req] = receiver.delivered()
     assert req.path == "/services/T0/B0/s3cr3tT0ken" and req.headers["content-type"] == "application/json"
     body = req.json()
-    assert body["text"].startswith("[FIRING:1] gpu_hot")
+    assert body["text"].startswith("[FIRING:1] team data-science · gpu_hot\n")
     assert "dgx-07 of data-science is at 1.5" in body["text"]
     header, section, actions = body["blocks"]
-    assert header["type"] == "header" and header["text"]["text"] == "[FIRING:1] gpu_hot"
+    assert header["type"] == "header" and header["text"]["text"] == "[FIRING:1] team data-science · gpu_hot"
     assert section["text"]["type"] == "mrkdwn"
     assert "<http://dash.example:8050/idle?team=data-science|dgx-07 of data-science is at 1.5>" in section["text"]["text"]
     assert ":red_circle:" in section["text"]["text"]
@@ -57,9 +59,10 @@ def test_slack_gets_block_kit_with_text_fallback_and_dashboard_links(astore, sou
 def test_slack_escapes_mrkdwn_and_marks_resolved(receiver):
     SlackChannel("s", receiver.url + "/hook").send(sample("resolved"))
     body = receiver.delivered()[0].json()
-    assert body["text"].startswith("[RESOLVED] gpu_idle_window team=data-science")
-    assert "&lt;GPU-1&gt; &amp; co" in body["blocks"][1]["text"]["text"]
-    assert ":white_check_mark: resolved" in body["blocks"][1]["text"]["text"]
+    assert body["text"].startswith("[RESOLVED] team data-science · gpu_idle_window · $29.70 so far, $5.30/h\n")
+    first = body["blocks"][1]["text"]["text"]
+    assert "&lt;GPU-1&gt; &amp; co" in first and ":white_check_mark: resolved" in first
+    assert "when: since 2026-03-02 03:00 UTC (5 h 59 min, resolved 2026-03-02 08:59 UTC)" in first
 
 
 def test_webhook_posts_alertmanager_format_with_idempotency_key_and_secret_headers(receiver):
@@ -113,13 +116,20 @@ def test_email_is_well_formed_multipart_with_text_and_html(smtp_server):
     [(sender, rcpts, raw)] = smtp_server.messages
     assert sender == "gpuledger@example.org" and rcpts == ["a@example.org", "b@example.org"]
     msg = parse_mail(raw)
-    assert msg["Subject"] == "[FIRING:2] gpu_idle_window team=data-science"
+    assert msg["Subject"] == "[FIRING:2] team data-science · gpu_idle_window · $29.70 so far, $5.30/h"
     assert msg.get_content_type() == "multipart/alternative" and msg["Message-ID"] and msg["Date"]
     assert [p.get_content_type() for p in msg.iter_parts()] == ["text/plain", "text/html"]
-    text = msg.get_body(("plain",)).get_content()
+    text = msg.get_body(("plain",)).get_content().replace("\r\n", "\n")
     html = msg.get_body(("html",)).get_content()
     assert "FIRING [warning] allocated GPU idle 6.0 h on dgx-07 <GPU-1> & co" in text
+    # when (UTC, how long by the time of the notification), money, value with its unit, whose, where, links
+    assert ("    when: since 2026-03-02 03:00 UTC (6 h 0 min)\n    money: $19.20 so far, $3.20/h\n    value: 6 h\n"
+            "    whose: team data-science\n    where: host dgx-07, GPU GPU-1\n"
+            "    open: http://dash:8050/idle?team=data-science\n"
+            "    runbook: https://wiki.example/runbooks#gpu_idle_window\n") in text
+    assert "when: since 2026-03-02 08:10 UTC (50 min)" in text          # no window start: since it fired
     assert "http://dash:8050/alerts" in text
+    assert "money: $19.20 so far, $3.20/h" in html
     assert '<a href="http://dash:8050/idle?team=data-science">allocated GPU idle 6.0 h on dgx-07 &lt;GPU-1&gt; &amp; co</a>' in html
 
 

@@ -14,13 +14,13 @@ from .conftest import slack_channel, webhook_channel
 from .test_builtin_pack import planted  # noqa: F401  (fixture)
 
 
-def run(argv, store, alerts_cfg=None):
+def run(argv, store, alerts_cfg=None, teams=()):
     """The command as `gpuledger alerts ...` runs it, on ``store`` (the test's database)."""
     top = argparse.ArgumentParser(prog="gpuledger")
     top.add_argument("--store")
     alerts_cli.add_commands(top.add_subparsers(dest="command", required=True))
     args = top.parse_args(argv)
-    cfg = SimpleNamespace(alerts=alerts_cfg or AlertsConfig(), teams=[], source="defaults")
+    cfg = SimpleNamespace(alerts=alerts_cfg or AlertsConfig(), teams=list(teams), source="defaults")
     with patch.object(alerts_cli, "open_store", lambda cfg, dsn: store):
         return args.func(args, cfg)
 
@@ -29,9 +29,11 @@ def test_check_prints_what_fires_and_writes_nothing(planted, capsys):  # noqa: F
     assert run(["alerts", "check", "--at", "2026-03-20T12:00:00Z"], planted) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["state", "severity", "alertname", "value", "labels", "summary", "note"]
-    assert sum(1 for line in lines if line.startswith("firing")) == 12
-    assert "9 rule(s) evaluated at 2026-03-20T12:00:00Z" in out and "12 firing, 0 pending, 1 silenced or inhibited" in out
+    assert lines[0].split() == ["state", "severity", "alertname", "value", "labels", "summary", "delivered_to", "note"]
+    assert sum(1 for line in lines if line.startswith("firing")) == 11
+    assert "9 rule(s) evaluated at 2026-03-20T12:00:00Z" in out and "11 firing, 0 pending, 1 silenced or inhibited" in out
+    assert all(line.rstrip().endswith("nowhere") or "inhibited" in line for line in lines if line.startswith("firing"))
+    assert "11 firing alert(s) would be delivered nowhere: no rule channel, route, team contact" in out
     assert "inhibited by team_budget_exceeded" in out
     assert "clinical-ai ran on gcp us-east4, not allowed" in out
     assert planted.scalar("SELECT count() FROM alert_state") == 0
@@ -54,10 +56,27 @@ def test_check_send_records_and_sends_once(planted, receiver, capsys):  # noqa: 
     assert "notification(s) decided;" in first
     groups = len(receiver.delivered())
     assert groups == 7          # idle: 2 team groups; budget: 1 (the forecast is inhibited); compliance: 4
+    idle = next(r.json() for r in receiver.delivered() if r.json()["groupLabels"] == {
+        "alertname": "gpu_idle_window", "team": "data-science"})
+    assert idle["title"].startswith("[FIRING:3] team data-science · gpu_idle_window · $39.20 so far, $")
     assert all(r.json()["groupLabels"].get("alertname") != "team_budget_forecast" for r in receiver.delivered())
     assert run(at[:-1] + ["2026-03-20T12:01:00Z"], planted, cfg) == 0
     assert len(receiver.delivered()) == groups
-    assert planted.scalar("SELECT count() FROM alert_state FINAL WHERE state = 'firing'") == 12
+    assert planted.scalar("SELECT count() FROM alert_state FINAL WHERE state = 'firing'") == 11
+
+
+def test_check_shows_where_each_alert_goes(planted, receiver, capsys):  # noqa: F811
+    from gpuledger.config import TeamConfig
+
+    cfg = AlertsConfig(channels=[webhook_channel(receiver)])
+    teams = [TeamConfig("data-science", contact="hook")]
+    assert run(["alerts", "check", "--at", "2026-03-20T12:00:00Z", "--format", "json"], planted, cfg, teams) == 0
+    rows = json.loads(capsys.readouterr().out)
+    to = {(r["alertname"], r["labels"]): r["delivered_to"] for r in rows if r["state"] == "firing"}
+    ds = [dest for (name, labels), dest in to.items() if "team=data-science" in labels]
+    assert len(ds) == 3 and set(ds) == {"hook"}                     # the team's contact channel
+    assert set(to.values()) == {"hook", "nowhere"}                 # the others: no route, no default
+    assert len(receiver.delivered()) == 0                          # a dry run sends nothing
 
 
 def test_check_reports_rule_errors_with_status_1(astore, capsys):

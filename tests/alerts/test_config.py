@@ -16,7 +16,7 @@ interval_s = 30
 default_channels = ["ops"]
 
 [alerts.builtin_rules.gpu_idle_window]
-params = { min_hours = 4, lookback_days = 7 }
+params = { min_hours = 4, stale_minutes = 20 }
 severity = "critical"
 channels = ["ops"]
 
@@ -77,7 +77,7 @@ def test_full_section_loads_with_secrets_from_env_and_file(tmp_path):
     assert ops.url.get().endswith("/xyz") and mail.smtp_password.get() == "mail-pass"
     assert "xyz" not in repr(cfg) and "mail-pass" not in repr(cfg)
     rules = {r.name: r for r in rules_from_config(cfg)}
-    assert rules["gpu_idle_window"].params == {"min_hours": 4.0, "lookback_days": 7.0}
+    assert rules["gpu_idle_window"].params == {"min_hours": 4.0, "stale_minutes": 20.0}
     assert rules["gpu_idle_window"].severity == "critical" and rules["gpu_idle_window"].channels == ("ops",)
     assert rules["hot_gpus"].for_s == 600 and rules["hot_gpus"].repeat_interval_s == 3600
     assert rules["hot_gpus"].params == {"max_c": 85.0}
@@ -105,7 +105,7 @@ def test_query_file_is_read_relative_to_the_config(tmp_path):
     ('[alerts]\ndefault_channels = ["nope"]\n', "key 'alerts.default_channels': expected names of channels"),
     ('[alerts.builtin_rules.gpu_idle]\nenabled = false\n', "key 'alerts.builtin_rules.gpu_idle': expected one of the built-in rules"),
     ('[alerts.builtin_rules.gpu_idle_window]\nparams = { min_hourz = 3 }\n',
-     "key 'alerts.builtin_rules.gpu_idle_window.params.min_hourz': expected one of min_hours, lookback_days"),
+     "key 'alerts.builtin_rules.gpu_idle_window.params.min_hourz': expected one of min_hours, stale_minutes"),
     ('[[alerts.rules]]\nname = "x"\nquery = "SELECT 1"\nfor_duration = "ten minutes"\n',
      "key 'alerts.rules[0].for_duration': expected a duration like 30s"),
     ('[[alerts.rules]]\nname = "x"\n', "key 'alerts.rules[0].query': expected exactly one of query"),

@@ -53,3 +53,16 @@ def test_example_section_loads_and_names_every_key():
     assert [c.name for c in cfg.channels] == ["ops-slack", "oncall-mail", "alertmanager"]
     missing = sorted({k for k in config_keys(config.AlertsConfig) if f"{k} =" not in text and f".{k}]" not in text})
     assert missing == []
+
+
+def test_every_builtin_rule_has_a_runbook_where_its_url_points():
+    from alerts.config import RUNBOOK_BASE_URL
+    from alerts.rules import runbook_url
+
+    runbooks = (ROOT / "docs" / "runbooks.md").read_text()
+    assert RUNBOOK_BASE_URL.endswith("/docs/runbooks.md")
+    for name in BUILTIN_RULES:
+        assert f"\n## {name}\n" in runbooks, f"docs/runbooks.md has no section for {name}"
+        assert runbook_url(RUNBOOK_BASE_URL, name) == f"{RUNBOOK_BASE_URL}#{name}"
+    assert runbook_url("https://wiki.example/gpu/{alertname}", "team_spend_anomaly") == \
+        "https://wiki.example/gpu/team_spend_anomaly"

@@ -29,6 +29,12 @@ def test_environment_overrides_file(tmp_path):
     ('[[teams]]\nbudget_usd_month = 5\n', "key 'teams[0].name': expected a value (str); this key is required"),
     ('[store]\npassword = "hunter2"\n', "key 'store.password': expected a secret reference"),
     ('[store\n', "not valid TOML"),
+    ('[[teams]]\nname = "a"\n[[teams]]\nname = "vision"\ncontact = "#vision-oncall"\n',
+     "key 'teams[1].contact': expected the name of a channel under [[alerts.channels]] (none is configured yet) "
+     "for team vision's alerts, got '#vision-oncall'"),
+    ('[[teams]]\nname = "vision"\ncontact = "vision-slak"\n[[alerts.channels]]\nname = "vision-slack"\n'
+     'type = "webhook"\nendpoint = "http://hooks.invalid/x"\n',
+     "key 'teams[0].contact': expected the name of a channel under [[alerts.channels]] (one of vision-slack)"),
 ])
 def test_bad_config_names_file_and_key(tmp_path, text, message):
     path = write(tmp_path, text)
