@@ -97,18 +97,21 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def build_platform(config, store, *, auth: bool = True) -> Platform:
-    """The platform with every part that runs inside ``gpuledger up``."""
+def build_platform(config, store, *, auth: bool = True, clock=None) -> Platform:
+    """The platform with every part that runs inside ``gpuledger up``. ``clock`` (a function
+    returning an aware UTC datetime) is the time derivation and alerts run at; tests control it."""
+    from alerts.clock import system_clock
     from alerts.scheduler import install as install_alerts
     from ingest.billing.pulls import pull_sources
     from ingest.rollup.run import rollup
 
+    clock = clock or system_clock
     platform = Platform(config, store)
-    platform.add_job("rollup", lambda: rollup(store, config), seconds=config.analytics.interval_minutes * 60)
+    platform.add_job("rollup", lambda: rollup(store, config, now=clock()), seconds=config.analytics.interval_minutes * 60)
     if config.billing.sources:
         platform.add_job("billing-pull", lambda: pull_sources(store, config.billing, time.time),
                          seconds=config.billing.interval_minutes * 60)
-    install_alerts(platform, config)
+    install_alerts(platform, config, clock=clock)
     from ingest.telemetry import register_telemetry
 
     register_telemetry(platform, store, config)
