@@ -89,6 +89,20 @@ class Config:
                 return (f"teams[{i}].contact",
                         f"the name of a channel under [[alerts.channels]] ({known}) for team {team.name}'s alerts, "
                         f"got {team.contact!r}; define that channel (Slack webhook, email, webhook) or leave contact out")
+        return self._idle_alert_outlives_derivation()
+
+    def _idle_alert_outlives_derivation(self):
+        """gpu_idle_window sees a window as open until its data is stale_minutes old; derivation
+        refreshes it every interval_minutes, so a shorter stale_minutes resolves open windows."""
+        from alerts.builtin import BUILTIN_RULES
+
+        over = self.alerts.builtin_rules.get("gpu_idle_window")
+        stale = (over.params if over else {}).get("stale_minutes", BUILTIN_RULES["gpu_idle_window"].params["stale_minutes"])
+        needed = self.analytics.interval_minutes + self.analytics.idle_max_gap_minutes
+        if self.alerts.enabled and (over is None or over.enabled) and stale <= needed:
+            return ("alerts.builtin_rules.gpu_idle_window.params.stale_minutes",
+                    f"more than analytics.interval_minutes + analytics.idle_max_gap_minutes ({needed} minutes), "
+                    f"got {stale:g}: an idle GPU's alert would resolve between two derivations")
         return None
 
     def store_dsn(self) -> str:

@@ -2,6 +2,7 @@
 
     gpuledger alerts check [--send] [--at TIME] [--rule NAME]... [--format table|json]
     gpuledger alerts test CHANNEL
+    gpuledger alerts digest [--at TIME] [--team NAME]... [--send]
     gpuledger alerts silence add MATCHER... --comment TEXT [--duration 2h] [--author NAME] [--start TIME]
     gpuledger alerts silence list [--all] [--format table|json]
     gpuledger alerts silence expire ID [--author NAME]
@@ -84,6 +85,44 @@ def cmd_test(args, cfg) -> int:
     raise ChannelError(f"the test notification to {args.channel} ({kind}) was not delivered: {error}")
 
 
+def cmd_digest(args, cfg) -> int:
+    """Print each team's waste digest for the period a round at ``--at`` (default now) reports on,
+    and where it goes; with ``--send``, record and send those that are due and not yet sent."""
+    from alerts.actions import engine_for
+    from alerts.clock import iso, system_clock
+    from alerts.digest import build_digest, period_at, send_digests
+
+    store = open_store(cfg, args.store)
+    now = parse_time(args.at) or system_clock()
+    teams = [t for t in cfg.teams if not args.team or t.name in args.team]
+    unknown = sorted(set(args.team or ()) - {t.name for t in cfg.teams})
+    if unknown:
+        raise AlertsError(f"no team named {unknown[0]!r} under [[teams]]; teams: "
+                          f"{', '.join(t.name for t in cfg.teams) or 'none'}")
+    if args.send:
+        engine = engine_for(cfg, store, clock=lambda: now)
+        report = send_digests(store, cfg, engine, now)
+        if report.period is None:
+            _, due = period_at(cfg.alerts.digest, now)
+            print(f"no digest is due at {iso(now)}; the next goes out at {iso(due)}")
+            return 0
+        for n in report.enqueued:
+            print(f"team {n.group_labels['team']}: recorded, to {n.channel}")
+        for team, why in sorted(report.skipped.items()):
+            print(f"team {team}: not sent ({why})")
+        d = report.delivery
+        if d is not None:
+            print(f"{len(d.delivered)} delivered, {len(d.retrying)} to retry, {len(d.failed)} failed")
+        return 1 if d is not None and d.failed else 0
+    period, due = period_at(cfg.alerts.digest, now)
+    print(f"{cfg.alerts.digest.every} digest {period.name}, due {iso(due)} (a preview: nothing is recorded or sent)\n")
+    for team in teams:
+        digest = build_digest(store, team.name, team.contact, period, cfg.alerts.digest.top_windows)
+        print(f"--- team {team.name}, to {team.contact or 'nowhere ([[teams]] contact is not set)'}")
+        print(digest.notification(now, cfg.alerts.base_url).text() + "\n")
+    return 0
+
+
 # --- silences --------------------------------------------------------------------------------
 
 SILENCE_COLUMNS = ["id", "state", "matchers", "starts_at", "ends_at", "created_by", "comment"]
@@ -142,6 +181,12 @@ def add_commands(sub) -> None:
     p = actions.add_parser("test", help="send a test notification through a channel")
     p.add_argument("channel", metavar="CHANNEL", help="a channel name from alerts.channels")
     p.set_defaults(func=cmd_test)
+
+    p = actions.add_parser("digest", help="preview each team's waste digest, or send the ones that are due")
+    p.add_argument("--at", metavar="TIME", help="as a round at this UTC time (ISO 8601) would, instead of now")
+    p.add_argument("--team", action="append", metavar="NAME", help="only this team (repeatable; preview)")
+    p.add_argument("--send", action="store_true", help="record and send the digests due and not yet sent")
+    p.set_defaults(func=cmd_digest)
 
     silence = actions.add_parser("silence", help="create, list and expire silences")
     ops = silence.add_subparsers(dest="silence_action", required=True, metavar="OP")

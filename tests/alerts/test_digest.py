@@ -314,3 +314,29 @@ def test_scheduler_registers_the_digest_job_that_sends_with_the_injected_clock(s
     quiet = Platform(cfg, store)
     install(quiet, cfg, clock=clock, sleep=clock.sleep)
     assert quiet.scheduler.get_job("alerts-digest") is None and quiet.scheduler.get_job("alerts") is not None
+
+
+def test_the_digest_command_previews_then_sends_once(store, receiver, capsys):
+    from tests.alerts.test_commands import run
+
+    insert(store, DAILY_WASTE, DAILY_WINDOWS)
+    cfg = config(receiver, webhook_channel(receiver))
+    want = parts(DAILY_WASTE, "research", date(2026, 3, 19), date(2026, 3, 20))
+    assert run(["alerts", "digest", "--at", "2026-03-20T09:00:00Z"], store, cfg.alerts, cfg.teams) == 0
+    preview = capsys.readouterr().out
+    assert preview.startswith("daily digest on 2026-03-19, due 2026-03-20T08:00:00Z (a preview")
+    assert "--- team research, to hook\ngpuledger daily digest · team research · " in preview
+    assert f"total waste: {usd(want['waste_usd'])}" in preview
+    assert "--- team vision, to nowhere ([[teams]] contact is not set)" in preview
+    assert receiver.requests == [] and outbox.entries(store) == []
+
+    send = ["alerts", "digest", "--at", "2026-03-20T09:00:00Z", "--send"]
+    assert run(send, store, cfg.alerts, cfg.teams) == 0
+    out = capsys.readouterr().out
+    assert "team research: recorded, to hook" in out and "1 delivered, 0 to retry, 0 failed" in out
+    assert "team vision: not sent (no contact)" in out
+    assert run(send, store, cfg.alerts, cfg.teams) == 0
+    assert "team research: not sent (already recorded)" in capsys.readouterr().out
+    assert len(receiver.delivered("/hook")) == 1
+    assert run(["alerts", "digest", "--at", "2026-03-21T07:00:00Z", "--send"], store, cfg.alerts, cfg.teams) == 0
+    assert capsys.readouterr().out == "no digest is due at 2026-03-21T07:00:00Z; the next goes out at 2026-03-21T08:00:00Z\n"

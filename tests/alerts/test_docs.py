@@ -34,7 +34,7 @@ def test_every_alerts_command_and_option_is_documented():
     add_commands(top.add_subparsers())
 
     found = list(commands(top))
-    assert len(found) == 5
+    assert len(found) == 6
     for command, parser in found:
         assert f"`{command}" in DOC, command
         for flag in long_options(parser):

@@ -35,6 +35,8 @@ def test_environment_overrides_file(tmp_path):
     ('[[teams]]\nname = "vision"\ncontact = "vision-slak"\n[[alerts.channels]]\nname = "vision-slack"\n'
      'type = "webhook"\nendpoint = "http://hooks.invalid/x"\n',
      "key 'teams[0].contact': expected the name of a channel under [[alerts.channels]] (one of vision-slack)"),
+    ('[analytics]\ninterval_minutes = 30\n', "key 'alerts.builtin_rules.gpu_idle_window.params.stale_minutes': "
+     "expected more than analytics.interval_minutes + analytics.idle_max_gap_minutes (32 minutes), got 30"),
 ])
 def test_bad_config_names_file_and_key(tmp_path, text, message):
     path = write(tmp_path, text)
