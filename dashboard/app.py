@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 import dash
 from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
 
-from dashboard import ids, state
+from dashboard import focus, ids, state
 from dashboard.auth import Authenticator, current_user, protect
 from dashboard.config import DashboardConfig
 
@@ -82,7 +82,8 @@ def _register_shell_callbacks(app: Dash) -> None:
                   Input(ids.filter_control("team", ALL), "value"),
                   State(ids.URL, "search"), prevent_initial_call=True)
     def filters_to_url(ranges, envs, teams, search):
-        """The filter bar writes the URL; the page then re-renders from it (so links reproduce views)."""
+        """The filter bar writes the URL; the page then re-renders from it (so links reproduce views).
+        A page's own parameters (the Idle & waste page's focus) stay in it."""
         if not ranges:
             return no_update
         query = _query(search)
@@ -91,7 +92,10 @@ def _register_shell_callbacks(app: Dash) -> None:
             query["range"] = ranges[0]
         query["env"], query["team"] = list(envs[0] or []), list(teams[0] or [])
         new = state.filters_from_url(query)
-        return no_update if new == state.filters_from_url(_query(search)) else new.search()
+        if new == state.filters_from_url(_query(search)):
+            return no_update
+        own = {k: v for k, v in query.items() if k in focus.PARAMS}
+        return "?" + urlencode({**new.query(), **own}, doseq=True)
 
 
 def _query(search: str | None) -> dict:

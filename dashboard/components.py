@@ -15,15 +15,16 @@ from dashboard.filters import PRESET_LABELS, Filters
 GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
 
 
-def page(name: str, title: str, f: Filters, body: list, lead: str = "") -> html.Div:
-    """A page: its title, the filter bar, notes about ignored filter values, its body."""
+def page(name: str, title: str, f: Filters, body: list, lead: str = "", notes: tuple[str, ...] = ()) -> html.Div:
+    """A page: its title, the filter bar, notes about ignored filter values (and the page's own
+    ``notes`` about its own URL parameters), its body."""
     envs, teams = queries.filter_options(state.get().store)
     return html.Div(className="page", id=f"page-{name}", children=[
         dcc.Store(id=ids.filters(name), data=f.to_data()),
         dcc.Download(id=ids.download(name)),
         html.Div(className="page-head", children=[html.H1(title), html.P(lead, className="lead") if lead else None]),
         filter_bar(name, f, envs, teams),
-        html.Div(id=ids.notes(name), className="notes", children=[html.P(n, className="note") for n in f.notes]),
+        html.Div(id=ids.notes(name), className="notes", children=[html.P(n, className="note") for n in (*f.notes, *notes)]),
         html.Div(className="page-body", children=body),
     ])
 
@@ -134,19 +135,22 @@ def tile(title: str, value: str, detail: str, href: str, tile_id: str, tone: str
         html.Div(detail, className="tile-detail")])
 
 
-def register_csv(page_name: str, sources: dict) -> None:
+def register_csv(page_name: str, sources: dict, context: str = "") -> None:
     """One callback per page: a card's CSV button downloads the table behind it.
 
-    ``sources`` maps a card name to ``fn(store, filters) -> DataFrame`` (the same query the card shows).
+    ``sources`` maps a card name to ``fn(store, filters) -> DataFrame`` (the same query the card shows),
+    or to ``fn(store, filters, data)`` with ``context``, the id of another dcc.Store of the page whose
+    data the cards also read (the Idle & waste page's focus).
     """
     @callback(Output(ids.download(page_name), "data"),
               Input(ids.csv_button(page_name, ALL), "n_clicks"),
-              State(ids.filters(page_name), "data"), prevent_initial_call=True)
-    def download(clicks, data):
+              State(ids.filters(page_name), "data"), *([State(context, "data")] if context else []),
+              prevent_initial_call=True)
+    def download(clicks, data, *more):
         trigger = ctx.triggered_id
         if not trigger or not any(clicks) or trigger.get("name") not in sources:
             return no_update
         f = state.filters_from_data(data)
-        df = sources[trigger["name"]](state.get().store, f)
+        df = sources[trigger["name"]](state.get().store, f, *more)
         name = f"gpuledger-{page_name}-{trigger['name']}-{f.start}-{f.end - timedelta(days=1)}.csv"
         return dcc.send_data_frame(df.to_csv, name, index=False)

@@ -88,7 +88,7 @@ def parse(args: Mapping, today: date, default_range: str = "30d") -> Filters:
     start = end = None
     preset = _one(args.get("range"))
     if preset and preset not in PRESETS:
-        notes.append(f"unknown time range {_show(preset)} ignored; use one of {', '.join(PRESETS)}")
+        notes.append(f"unknown time range {shown(preset)} ignored; use one of {', '.join(PRESETS)}")
         preset = ""
     if not preset and (args.get("from") or args.get("to")):
         try:
@@ -109,7 +109,7 @@ def parse(args: Mapping, today: date, default_range: str = "30d") -> Filters:
         if ENVIRONMENT.match(value):
             envs.append(value)
         else:
-            notes.append(f"environment {_show(value)} ignored: environments are lower-case words like aws or onprem")
+            notes.append(f"environment {shown(value)} ignored: environments are lower-case words like aws or onprem")
     teams = _many(args.get("team"), "team", notes)
     return Filters(start, end, preset, tuple(dict.fromkeys(envs)),
                    tuple(dict.fromkeys(teams)), tuple(notes))
@@ -142,5 +142,5 @@ def _clean_list(value) -> tuple[str, ...]:
     return tuple(v for v in value if isinstance(v, str) and 0 < len(v) <= MAX_VALUE)[:MAX_VALUES]
 
 
-def _show(value: str) -> str:
+def shown(value: str) -> str:
     return repr(value if len(value) <= 40 else value[:40] + "…")

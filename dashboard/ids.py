@@ -39,6 +39,14 @@ def download(page: str) -> str:
 # Utilization
 UTIL_ROWS = "utilization-rows"          # heatmap rows: pool or GPU
 
+# Idle & waste: the focus on one GPU entity and idle window (dashboard/focus.py)
+IDLE_FOCUS = "idle-focus-data"          # dcc.Store holding the parsed focus, beside the filters store
+IDLE_FOCUS_BANNER = "idle-focus-banner"
+IDLE_FOCUS_CLEAR = "idle-focus-clear"   # link to the page without the focus
+IDLE_FOCUS_GPU = "idle-focus-gpu"       # in the focus card: the GPU, the window, the GPU's windows
+IDLE_FOCUS_WINDOW = "idle-focus-window"
+IDLE_FOCUS_WINDOWS = "idle-focus-windows"
+
 # Alerts: silences
 SILENCE_MATCHERS = "alerts-silence-matchers"
 SILENCE_DURATION = "alerts-silence-duration"

@@ -16,6 +16,7 @@ import pandas as pd
 
 from base.sqlfiles import sql as sql_text
 from dashboard.filters import Filters
+from dashboard.focus import NO_FOCUS, Focus
 
 # What "no data yet" means for each source: the table that is empty before anything is derived.
 SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu_cost_day": "daily GPU costs",
@@ -85,24 +86,36 @@ def mig_tree(store, f: Filters) -> pd.DataFrame:
     return run(store, "mig_tree", f)
 
 
-def idle_windows(store, f: Filters, limit: int = 500) -> pd.DataFrame:
-    return run(store, "idle_windows", f, limit=limit)
+# The Idle & waste queries take the page's focus on one GPU entity (dashboard/focus.py); NO_FOCUS:
+# every GPU.
+def idle_windows(store, f: Filters, limit: int = 500, focus: Focus = NO_FOCUS) -> pd.DataFrame:
+    return run(store, "idle_windows", f, limit=limit, **focus.params())
 
 
-def idle_by_owner(store, f: Filters) -> pd.DataFrame:
-    return run(store, "idle_by_owner", f)
+def idle_by_owner(store, f: Filters, focus: Focus = NO_FOCUS) -> pd.DataFrame:
+    return run(store, "idle_by_owner", f, **focus.params())
+
+
+def gpu_focus(store, f: Filters, focus: Focus) -> pd.DataFrame:
+    """The focused GPU: one row (where it is, what it is, its range's GPU-hours and cost), none if unknown."""
+    return run(store, "gpu_focus", f, **focus.params())
+
+
+def idle_window(store, focus: Focus) -> pd.DataFrame:
+    """The focused idle window (the one starting in the second ``focus.window``), whatever the filters."""
+    return store.query_df(sql_text("queries/idle_window"), focus.window_params())
 
 
 def waste_month(store, f: Filters) -> pd.DataFrame:
     return run(store, "waste_month", f)
 
 
-def waste_by_team(store, f: Filters) -> pd.DataFrame:
-    return run(store, "waste_by_team", f)
+def waste_by_team(store, f: Filters, focus: Focus = NO_FOCUS) -> pd.DataFrame:
+    return run(store, "waste_by_team", f, **focus.params())
 
 
-def waste_by_gpu(store, f: Filters, limit: int = 500) -> pd.DataFrame:
-    return run(store, "waste_by_gpu", f, limit=limit)
+def waste_by_gpu(store, f: Filters, limit: int = 500, focus: Focus = NO_FOCUS) -> pd.DataFrame:
+    return run(store, "waste_by_gpu", f, limit=limit, **focus.params())
 
 
 def spend_by_team(store, f: Filters) -> pd.DataFrame:

@@ -1,12 +1,19 @@
 """Idle & waste: teams ranked by waste in money (idle + unused, DESIGN.md "Waste") with their
-efficiency, the GPUs that make it up, idle windows on a timeline, and the worst ones."""
+efficiency, the GPUs that make it up, idle windows on a timeline, and the worst ones.
+
+``?gpu=…&mig=…&window=…`` (dashboard/focus.py; what the gpu_idle_window alert links to) narrow
+every card to one GPU entity and add a card about it and, with ``window``, about that idle window.
+"""
 from __future__ import annotations
 
 import dash
-from dash import Input, Output, callback
+import pandas as pd
+from dash import Input, Output, callback, dcc, html
 
 from dashboard import components as c
 from dashboard import figures, ids, queries, state
+from dashboard.focus import Focus
+from dashboard.focus import parse as parse_focus
 
 PAGE = "idle"
 dash.register_page(__name__, path="/idle", name="Idle & waste", title="Idle & waste · gpuledger", order=2)
@@ -24,8 +31,10 @@ OFFENDER_COLUMNS = {"team": "team", "user": "user", "job_id": "job", "host": "ho
 
 
 def layout(**query):
-    f = state.filters_from_url(query)
+    f, focus = state.filters_from_url(query), parse_focus(query)
     return c.page(PAGE, "Idle & waste", f, [
+        dcc.Store(id=ids.IDLE_FOCUS, data=focus.to_data()),
+        *focus_head(f, focus),
         c.card(PAGE, "waste", "Waste per team", note="waste = idle (inside idle windows) + unused (the unused share of "
                "the GPU time outside them), in money; efficiency = 1 - waste / GPU spend. Time without data is shown "
                "apart and is never waste."),
@@ -36,28 +45,118 @@ def layout(**query):
         c.card(PAGE, "by-team", "Cost wasted per team", wide=False),
         c.card(PAGE, "by-pool", "Cost wasted per pool", wide=False),
         c.card(PAGE, "offenders", "Worst offenders"),
-    ])
+    ], notes=focus.notes)
 
 
-@callback(Output(ids.part(PAGE, "waste"), "children"), Output(ids.part(PAGE, "waste-gpus"), "children"),
+def focus_head(f, focus: Focus) -> list:
+    """With a focus: what the page is narrowed to (and a link without it), and the GPU focus card."""
+    if not focus:
+        return [html.Div(id=ids.part(PAGE, "focus"), hidden=True)]
+    return [html.P(id=ids.IDLE_FOCUS_BANNER, className="focus-banner", children=[
+                "Showing ", html.Strong(focus.describe()), " only: every card below is narrowed to it. ",
+                dcc.Link("Clear", href=f"/idle{f.search()}", id=ids.IDLE_FOCUS_CLEAR)]),
+            c.card(PAGE, "focus", "GPU focus", csv=False, note="The GPU as last seen; GPU-hours, cost and idle windows "
+                   "in the time range. Environment and team filters narrow the windows only.")]
+
+
+@callback(Output(ids.part(PAGE, "focus"), "children"),
+          Output(ids.part(PAGE, "waste"), "children"), Output(ids.part(PAGE, "waste-gpus"), "children"),
           Output(ids.part(PAGE, "timeline"), "children"), Output(ids.part(PAGE, "by-team"), "children"),
           Output(ids.part(PAGE, "by-pool"), "children"), Output(ids.part(PAGE, "offenders"), "children"),
-          Input(ids.filters(PAGE), "data"))
-def render(data):
-    f, store = state.filters_from_data(data), state.get().store
-    windows = queries.idle_windows(store, f, limit=TIMELINE_MAX)
-    owners = queries.idle_by_owner(store, f)
-    teams = queries.waste_by_team(store, f)
-    return (c.chart_table(teams, "gpu_waste_day", f, figures.waste_by_team, WASTE_COLUMNS),
-            c.table(queries.waste_by_gpu(store, f, limit=GPUS_SHOWN), GPU_COLUMNS, "gpu_waste_day", f, max_rows=GPUS_SHOWN),
-            c.chart(windows, "idle_windows", f, figures.idle_timeline),
-            c.chart(owners, "idle_windows", f, lambda d: figures.idle_cost(d, "team")),
-            c.chart(owners, "idle_windows", f, lambda d: figures.idle_cost(d, "pool")),
+          Input(ids.filters(PAGE), "data"), Input(ids.IDLE_FOCUS, "data"))
+def render(data, focus_data):
+    f, focus, store = state.filters_from_data(data), Focus.from_data(focus_data), state.get().store
+    windows = queries.idle_windows(store, f, limit=TIMELINE_MAX, focus=focus)
+    owners = queries.idle_by_owner(store, f, focus)
+    teams = queries.waste_by_team(store, f, focus)
+
+    def of(source: str) -> str:                       # empty states name the focus
+        return f"{queries.SOURCES[source]} of {focus.describe()}" if focus else ""
+    return (focus_body(store, f, focus, windows) if focus else None,
+            c.chart_table(teams, "gpu_waste_day", f, figures.waste_by_team, WASTE_COLUMNS, of("gpu_waste_day")),
+            c.table(queries.waste_by_gpu(store, f, limit=GPUS_SHOWN, focus=focus), GPU_COLUMNS, "gpu_waste_day", f,
+                    of("gpu_waste_day"), max_rows=GPUS_SHOWN),
+            c.chart(windows, "idle_windows", f, figures.idle_timeline, of("idle_windows")),
+            c.chart(owners, "idle_windows", f, lambda d: figures.idle_cost(d, "team"), of("idle_windows")),
+            c.chart(owners, "idle_windows", f, lambda d: figures.idle_cost(d, "pool"), of("idle_windows")),
             c.table(windows.head(20) if not windows.empty else windows, OFFENDER_COLUMNS, "idle_windows", f,
-                    max_rows=20))
+                    of("idle_windows"), max_rows=20))
 
 
-c.register_csv(PAGE, {"waste": queries.waste_by_team, "waste-gpus": lambda s, f: queries.waste_by_gpu(s, f, limit=100_000),
-                      "timeline": lambda s, f: queries.idle_windows(s, f, limit=100_000),
-                      "by-team": queries.idle_by_owner, "by-pool": queries.idle_by_owner,
-                      "offenders": lambda s, f: queries.idle_windows(s, f, limit=20)})
+def focus_body(store, f, focus: Focus, windows: pd.DataFrame) -> list:
+    """The GPU focus card: the GPU, the window asked for (or a note that none matches), the GPU's
+    idle windows in the range (the one asked for marked)."""
+    out: list = []
+    gpu = queries.gpu_focus(store, f, focus)
+    if gpu.empty:
+        out.append(html.P(f"No {focus.describe()} in the store: check the link's gpu and mig, or wait for its "
+                          "samples to be derived.", className="note"))
+    else:
+        out.append(facts(ids.IDLE_FOCUS_GPU, gpu_facts(gpu.iloc[0], focus)))
+    marked = None
+    if focus.window:
+        found = queries.idle_window(store, focus)
+        when = f"{focus.window:%Y-%m-%d %H:%M:%S} UTC"
+        if found.empty:
+            out.append(html.P(f"No idle window of {focus.describe()} starts at {when}; its idle windows in the time "
+                              "range are listed below.", className="note"))
+        else:
+            row = found.iloc[0]
+            marked = (row["mig_instance"], row["start"])
+            out.append(html.H3(f"This window{' (MIG ' + row['mig_instance'] + ')' if row['mig_instance'] else ''}"))
+            if len(found) > 1:
+                out.append(html.P(f"{len(found)} MIG instances of {focus.describe()} went idle at {when}; add mig= to the "
+                                  f"link to pick another ({', '.join(found['mig_instance'])}).", className="note"))
+            out.append(facts(ids.IDLE_FOCUS_WINDOW, window_facts(row)))
+    out.append(html.H3("Its idle windows in the time range"))
+    listed = windows.sort_values(["start", "mig_instance"]) if not windows.empty else windows
+    if marked is not None and not listed.empty:
+        hit = (listed["mig_instance"] == marked[0]) & (listed["start"] == marked[1])
+        listed = listed.assign(row_class=hit.map({True: "marked", False: ""}))
+    out.append(html.Div(id=ids.IDLE_FOCUS_WINDOWS, children=c.table(
+        listed, OFFENDER_COLUMNS, "idle_windows", f, f"idle windows of {focus.describe()}", max_rows=TIMELINE_MAX)))
+    return out
+
+
+def gpu_facts(row, focus: Focus) -> list[tuple[str, str]]:
+    mig = focus.mig + (f" ({row['mig_profile']})" if row["mig_profile"] else "") if focus.mig else ""
+    return [("GPU", row["gpu_uuid"]), ("host", row["host"]), ("pool", f"{row['environment']} · {row['pool']}"),
+            ("region", row["region"]), ("model", row["model"]), ("instance", row["instance_id"]),
+            ("MIG", mig or (f"instances {row['mig_instances']}" if row["mig_instances"] else "none (the whole GPU)")),
+            ("seen", f"{row['first_day']:%Y-%m-%d} to {row['last_day']:%Y-%m-%d}"),
+            ("in the range", f"{row['gpu_hours']:,.1f} GPU-hours, {c.money(row['cost_usd'])}, "
+                             f"teams {row['teams'] or '–'}")]
+
+
+def window_facts(row) -> list[tuple[str, str]]:
+    still_open = bool(row.get("is_open", 0))            # is_open: only in stores migrated since it was added
+    end = f"{row['end']:%Y-%m-%d %H:%M:%S} UTC" + (" (still open when last derived: it may still grow)" if still_open else "")
+    namespace_pod = "/".join(v for v in (row["k8s_namespace"], row["k8s_pod"]) if v)
+    owner = [("team", row["team"]), ("user", row["user"]), ("job", row["job_id"]), ("pod", namespace_pod),
+             ("Slurm account", row["slurm_account"])]
+    return [("start", f"{row['start']:%Y-%m-%d %H:%M:%S} UTC"), ("end", end), ("duration", duration(row["duration_s"])),
+            ("cost", c.money(row["cost_usd"])), ("kind", row["kind"]),
+            ("GPU utilization", f"{row['avg_util_gpu']:.1f} % on average"),
+            *[(k, v) for k, v in owner if v]]
+
+
+def facts(element_id: str, pairs: list[tuple[str, str]]) -> html.Dl:
+    """Label / value pairs; empty values left out."""
+    return html.Dl(id=element_id, className="facts",
+                   children=[x for k, v in pairs if v for x in (html.Dt(k), html.Dd(str(v)))])
+
+
+def duration(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def _csv(query, **args):
+    """The CSV behind a card: its query with the page's focus."""
+    return lambda store, f, focus_data: query(store, f, focus=Focus.from_data(focus_data), **args)
+
+
+c.register_csv(PAGE, {"waste": _csv(queries.waste_by_team), "waste-gpus": _csv(queries.waste_by_gpu, limit=100_000),
+                      "timeline": _csv(queries.idle_windows, limit=100_000),
+                      "by-team": _csv(queries.idle_by_owner), "by-pool": _csv(queries.idle_by_owner),
+                      "offenders": _csv(queries.idle_windows, limit=20)}, context=ids.IDLE_FOCUS)

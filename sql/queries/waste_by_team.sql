@@ -11,5 +11,6 @@ FROM gpu_waste_day
 WHERE day >= {start_day:Date} AND day < {end_day:Date}
   AND (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
   AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, if(team = '', 'unallocated', team)))
+  AND ({gpu:String} = '' OR (gpu_uuid = {gpu:String} AND ({mig:String} = '' OR mig_instance = {mig:String})))
 GROUP BY team
 ORDER BY waste_usd DESC, team

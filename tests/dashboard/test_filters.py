@@ -1,11 +1,12 @@
 """Filters from the URL: presets, fixed windows, many values, and hostile values dropped or bound
-as plain values, never SQL text."""
+as plain values, never SQL text; the same for the Idle & waste page's focus (gpu, mig, window)."""
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 
+from dashboard import focus, ids
 from dashboard.filters import Filters, parse
-from dashboard.probe import call_page
+from dashboard.probe import call, call_page, page_callbacks
 
 TODAY = date(2026, 11, 21)
 
@@ -48,3 +49,36 @@ def test_hostile_filter_data_sent_to_every_callback_is_harmless(site):
         calls = call_page(client, page, hostile)
         assert calls and all(c.status == 200 for c in calls), page
     assert site.store.rows("SELECT count() FROM gpu_hour")[0][0] == before
+
+
+def test_the_idle_focus_from_the_url():
+    f = focus.parse({"gpu": "GPU-1", "mig": "9", "window": "2026-03-20T01:02:03Z"})
+    assert (f.gpu, f.mig, f.window, f.notes) == ("GPU-1", "9", datetime(2026, 3, 20, 1, 2, 3), ())
+    assert f.describe() == "GPU-1 MIG 9" and f.query() == {"gpu": "GPU-1", "mig": "9", "window": "2026-03-20T01:02:03Z"}
+    assert focus.Focus.from_data(f.to_data()) == f
+    # an offset, milliseconds: the same second in UTC
+    assert focus.parse({"gpu": "g", "window": "2026-03-20T03:02:03.999+02:00"}).window == datetime(2026, 3, 20, 1, 2, 3)
+    assert not focus.parse({}) and focus.parse({"gpu": "GPU-1"}).query() == {"gpu": "GPU-1"}
+
+
+def test_hostile_focus_values_are_dropped_with_a_note():
+    f = focus.parse({"gpu": ["x' OR 1=1 --", "GPU-2"], "mig": "9" * 200, "window": "2026-03-20'; DROP TABLE x"})
+    assert (f.gpu, f.mig, f.window) == ("x' OR 1=1 --", "", None) and len(f.notes) == 3
+    assert focus.parse({"gpu": "GPU-\x00"}).gpu == "" and focus.parse({"gpu": "A" * 129}).notes
+    f = focus.parse({"mig": "3", "window": "2026-03-20T01:02:03Z"})
+    assert not f and f.notes == ("mig and window ignored: they need gpu (the GPU's UUID)",)
+    assert focus.Focus.from_data({"gpu": 1, "window": "x"}) == focus.NO_FOCUS
+    assert focus.Focus.from_data({"gpu": "g", "window": "not a time"}) == focus.NO_FOCUS
+
+
+def test_hostile_focus_data_sent_to_the_idle_callbacks_is_harmless(site):
+    client = site.platform.web.test_client()
+    client.environ_base["HTTP_AUTHORIZATION"] = site.auth
+    before = site.store.rows("SELECT count() FROM idle_windows")[0][0]
+    filters = parse({}, date.today()).to_data()
+    for data in ({"gpu": "' OR ''='", "mig": "\\'; SELECT 1 --", "window": "2026-01-01T00:00:00Z"},
+                 {"gpu": ["a"], "mig": {"b": 1}, "window": "'"}, "garbage", None):
+        for dep in page_callbacks(client, "idle"):
+            got = call(client, "idle", dep, filters, {ids.IDLE_FOCUS: data})
+            assert got.status == 200, (data, dep["output"])
+    assert site.store.rows("SELECT count() FROM idle_windows")[0][0] == before
