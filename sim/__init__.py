@@ -30,15 +30,27 @@ API
     The manifest: ``idle_allocated``, ``idle_unallocated``, ``idle_cloud_unused`` (one entry per
     GPU entity), ``residency_violation``, ``untagged_instance``, ``driver_drift``,
     ``gpu_health``, ``budget_overrun``, each with the facts a test needs.
+``natural_idle_windows(fleet, days=30, interval_s=60, end=None) -> list[dict]``
+    The idle windows of the natural waste patterns (one entry per GPU entity):
+    ``notebook_overnight`` (a Jupyter server on a 1g.10gb MIG slice idle between working days,
+    allocated to its owner) and ``left_running`` (a cloud instance up, unheld, for hours after
+    its job; billed), cut to the window and on the sample grid; never on a planted entity.
 ``live_nvml(fleet, host, clock, days=30, end=None) -> LiveNvml``
     A ``collector.fake_nvml.FakeNvml`` for one host whose values follow the fleet state at
     ``clock()``.
 
-Guarantees the analytics tests rely on: outside the planted idle windows no GPU entity, held
-or not, stays below 5 % GPU and memory-controller utilization for 15 minutes or more (jobs run
-at >= 10 %, scheduling gaps last at most 8 minutes, stopped cloud instances send no samples);
-exactly one drift host, one residency violation, one untagged instance, one GPU-health
-problem and one team over budget.
+The fleet wastes as a real one does (``sim.workloads`` has the table): notebooks idle
+overnight, inference services through their night troughs, half-used training jobs and cloud
+instances left running after their job. Over the default history (64 GPUs, 30 days) that is
+25-40 % of GPU spend (idle + unused, DESIGN.md "Waste"), most of it unused capacity of held
+GPUs; the planted problems stay apart from it.
+
+Guarantees the analytics tests rely on: outside the planted idle windows and the natural ones
+(``natural_idle_windows``) no GPU entity, held or not, stays below 5 % GPU and
+memory-controller utilization for 15 minutes or more (jobs run at >= 10 %, scheduling gaps last
+at most 8 minutes, stopped cloud instances send no samples); no natural window is on an entity
+of a planted idle window; exactly one drift host, one residency violation, one untagged
+instance, one GPU-health problem and one team over budget.
 """
 from __future__ import annotations
 
@@ -47,9 +59,10 @@ from .fleet import Fleet
 from .frames import sample_frames, write_samples
 from .inventory import build_fleet
 from .live import LiveNvml, live_nvml
-from .manifest import planted_problems
+from .manifest import natural_idle_windows, planted_problems
 from .metadata import fleet_metadata
 from .traces import TRACES_DIR
 
-__all__ = ["TRACES_DIR", "Fleet", "LiveNvml", "build_fleet", "fleet_metadata", "live_nvml", "planted_problems",
-           "sample_frames", "write_billing", "write_samples"]
+__all__ = ["TRACES_DIR", "Fleet", "LiveNvml", "build_fleet", "fleet_metadata", "live_nvml",
+           "natural_idle_windows", "planted_problems", "sample_frames", "write_billing",
+           "write_samples"]

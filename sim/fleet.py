@@ -98,6 +98,11 @@ class PlantTargets:
     untagged_instance: int
     overrun_team: str
 
+    def idle_entities(self) -> frozenset[int]:
+        """Entities that carry a planted idle window: natural idle patterns stay off them."""
+        return frozenset((*self.notebook_entities, self.mig_notebook_entity,
+                          *self.unallocated_entities))
+
 
 @dataclass(frozen=True, eq=False)
 class Fleet:

@@ -1,7 +1,14 @@
-"""The manifest of planted problems: exactly what a test of the platform should find.
+"""The manifest of planted problems, and the natural idle windows beside them: exactly what a
+test of the platform should find.
 
 Times are ISO 8601 UTC strings; windows are ``[start, end)`` (a sample at ``ts`` belongs to the
 window when ``start <= ts < end``). Idle windows get one entry per GPU entity.
+
+``natural_idle_windows`` lists the idle windows of the natural waste patterns (see
+``sim.workloads``) as the platform derives them: cut to the simulated history, on the sample
+grid (a window starts at its first idle sample and ends at the first sample after it), and only
+those lasting at least ``MIN_IDLE_S`` (the default minimum length of an idle window). None is on
+an entity of a planted idle window, so the planted windows stay the only idle time on their GPUs.
 """
 from __future__ import annotations
 
@@ -11,10 +18,13 @@ from . import catalog
 from .billing import billing_lines
 from .catalog import INSTANCE_TYPES, MODELS
 from .fleet import Entity, Fleet
-from .planted import HEALTH_ECC_UNCORRECTED, HEALTH_XIDS, health_event, planted_windows
-from .timeline import Window, iso, resolve_window
+from .planted import HEALTH_ECC_UNCORRECTED, HEALTH_XIDS, health_event, overlays, planted_windows
+from .timeline import Timeline, Window, iso, resolve_window
+from .workloads import MODE_IDLE, Job
 
 IDLE_KINDS = ("idle_allocated", "idle_unallocated", "idle_cloud_unused")
+NATURAL_KINDS = ("notebook_overnight", "left_running")
+MIN_IDLE_S = 15 * 60
 
 
 def planted_problems(fleet: Fleet, days: int = 30, interval_s: int = 60,
@@ -34,6 +44,52 @@ def planted_problems(fleet: Fleet, days: int = 30, interval_s: int = 60,
     out.append(_health(fleet, window))
     out.append(_overrun(fleet, lines, window))
     return out
+
+
+def natural_idle_windows(fleet: Fleet, days: int = 30, interval_s: int = 60,
+                         end: datetime | None = None) -> list[dict]:
+    """The idle windows of the natural waste patterns in the simulated window, one entry per GPU
+    entity: ``notebook_overnight`` (allocated to the notebook's owner) and ``left_running``
+    (a cloud instance up after its job, unallocated), ordered by start, host and GPU."""
+    window = resolve_window(days, interval_s, end)
+    timeline = Timeline(fleet, window.start, window.end, overlays(planted_windows(fleet, window)))
+    out = []
+    for job in timeline.jobs[:timeline.generated]:
+        if job.mode == MODE_IDLE:
+            span = ("notebook_overnight", job.start, job.end)
+        elif job.idle_tail_s:
+            span = ("left_running", job.end, job.end + job.idle_tail_s)
+        else:
+            continue
+        kind, start, stop = span
+        start = _on_grid(max(start, window.start), interval_s)
+        stop = _on_grid(min(stop, window.end), interval_s)
+        if stop - start >= MIN_IDLE_S:
+            out.extend(_natural_entry(fleet, kind, job, k, start, stop) for k in job.entities)
+    return sorted(out, key=lambda w: (w["start"], w["host"], w["gpu_uuid"], w["mig_instance"]))
+
+
+def _on_grid(t: int, interval_s: int) -> int:
+    """The first sample time at or after ``t``."""
+    return -(-t // interval_s) * interval_s
+
+
+def _natural_entry(fleet: Fleet, kind: str, job: Job, k: int, start: int, stop: int) -> dict:
+    e = fleet.entities[k]
+    entry = {"kind": kind, **_where(fleet, e), "start": iso(start), "end": iso(stop),
+             "minutes": (stop - start) // 60, "util_below_pct": 5.0}
+    if kind == "notebook_overnight":
+        entry.update({"idle_kind": "allocated", "team": job.team, "user": job.user,
+                      "job_id": job.job_id, "k8s_namespace": job.k8s_namespace,
+                      "k8s_pod": job.k8s_pod})
+        return entry
+    inst = fleet.instances[e.instance]
+    price = INSTANCE_TYPES[inst.instance_type].price_hour
+    entry.update({"idle_kind": "unallocated", "team": "", "user": "", "job_id": "",
+                  "k8s_namespace": "", "k8s_pod": "", "provider": inst.provider,
+                  "instance_team": inst.team, "after_job_id": job.job_id,
+                  "instance_cost_usd": round(price * (stop - start) / 3600, 4)})
+    return entry
 
 
 def _where(fleet: Fleet, e: Entity) -> dict:

@@ -3,7 +3,8 @@
 A segment is ``[start, end)`` on one entity with a state (OFF: cloud instance stopped, no
 samples; UNHELD: running, nothing holds it; HELD: a job holds it) and a job row. Normal
 workloads are generated per absolute week (Monday 00:00 UTC), so an instant looks the same
-whatever window it is simulated in; planted problems are then carved in.
+whatever window it is simulated in; a job that leaves its cloud instance running adds an UNHELD
+segment after it; planted problems are then carved in.
 """
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ class Timeline:
             for lane_no in range(len(fleet.lanes)):
                 for job in lane_week_jobs(fleet, lane_no, week, week + WEEK):
                     self._place(per_entity, job, HELD)
+        self.generated = len(self.jobs)  # jobs[:generated] are the workloads', the rest planted
         cloud = [e.instance >= 0 for e in fleet.entities]
         per_entity = [_fill_gaps(segs, self.origin, self.stop, OFF if c else UNHELD)
                       for segs, c in zip(per_entity, cloud)]
@@ -92,6 +94,8 @@ class Timeline:
         job_no = self._add_job(job)
         for k in job.entities:
             per_entity[k].append([job.start, job.end, state, job_no])
+            if job.idle_tail_s:
+                per_entity[k].append([job.end, job.end + job.idle_tail_s, UNHELD, -1])
 
     def _freeze(self, per_entity) -> None:
         rows = [(k, *seg) for k, segs in enumerate(per_entity) for seg in segs]

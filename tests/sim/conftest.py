@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pandas as pd
 import pytest
 
-from sim import build_fleet, planted_problems, sample_frames
+from sim import build_fleet, natural_idle_windows, planted_problems, sample_frames
 
 END = datetime(2024, 5, 20, 13, 0, tzinfo=timezone.utc)
 DAYS = 30
@@ -51,3 +51,8 @@ def samples(history) -> pd.DataFrame:
 @pytest.fixture(scope="session")
 def manifest(fleet):
     return planted_problems(fleet, DAYS, INTERVAL_S, END)
+
+
+@pytest.fixture(scope="session")
+def natural_windows(fleet):
+    return natural_idle_windows(fleet, DAYS, INTERVAL_S, END)

@@ -1,5 +1,8 @@
-"""On the demo fleet, the derived tables show every planted problem and invent none."""
+"""On the demo fleet, the derived tables show every planted problem and invent none; the idle
+windows beside the planted ones are exactly the simulator's natural waste."""
 from datetime import datetime
+
+from sim import natural_idle_windows
 
 
 def iso(value) -> str:
@@ -10,20 +13,30 @@ def planted(demo, *kinds):
     return [p for p in demo.planted if p["kind"] in kinds]
 
 
-def test_idle_windows_are_exactly_the_planted_ones(demo):
+def natural(demo):
+    return natural_idle_windows(demo.files["fleet"], 30, 60, demo.end)
+
+
+def test_idle_windows_are_exactly_the_planted_and_the_natural_ones(demo):
     found = sorted((h, g, m, iso(s), iso(e), k) for h, g, m, s, e, k in demo.store.rows(
         "SELECT host, gpu_uuid, mig_instance, start, end, kind FROM idle_windows"))
-    expected = sorted((p["host"], p["gpu_uuid"], p["mig_instance"], p["start"], p["end"],
-                       "allocated" if p["kind"] == "idle_allocated" else "unallocated")
-                      for p in planted(demo, "idle_allocated", "idle_unallocated", "idle_cloud_unused"))
-    assert found == expected
+    expected = [(p["host"], p["gpu_uuid"], p["mig_instance"], p["start"], p["end"],
+                 "allocated" if p["kind"] == "idle_allocated" else "unallocated")
+                for p in planted(demo, "idle_allocated", "idle_unallocated", "idle_cloud_unused")]
+    natural_windows = [(w["host"], w["gpu_uuid"], w["mig_instance"], w["start"], w["end"], w["idle_kind"])
+                       for w in natural(demo)]
+    assert {w[5] for w in natural_windows} == {"allocated", "unallocated"}
+    assert found == sorted(expected + natural_windows)
 
 
 def test_allocated_idle_windows_name_their_owner(demo):
-    owners = {(h, g, m): (t, u, j) for h, g, m, t, u, j in demo.store.rows(
-        "SELECT host, gpu_uuid, mig_instance, team, user, job_id FROM idle_windows WHERE kind = 'allocated'")}
-    for p in planted(demo, "idle_allocated"):
-        assert owners[(p["host"], p["gpu_uuid"], p["mig_instance"])] == (p["team"], p["user"], p["job_id"])
+    owners = {(h, g, m, iso(s)): (t, u, j) for h, g, m, s, t, u, j in demo.store.rows(
+        "SELECT host, gpu_uuid, mig_instance, start, team, user, job_id FROM idle_windows WHERE kind = 'allocated'")}
+    notebooks = [w for w in natural(demo) if w["kind"] == "notebook_overnight"]
+    assert notebooks
+    for p in planted(demo, "idle_allocated") + notebooks:
+        key = (p["host"], p["gpu_uuid"], p["mig_instance"], p["start"])
+        assert owners[key] == (p["team"], p["user"], p["job_id"])
 
 
 def test_idle_windows_cost_money(demo):
