@@ -44,7 +44,7 @@ def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rate
     ``rates``: host, gpu_uuid, mig_instance, hour, usd_per_s (what a covered second cost)."""
     # the samples before a day that its first ones hold on from or bridge to (as the SQL reads them)
     margin = timedelta(seconds=2 * analytics.max_gap_s + 60 * analytics.idle_max_gap_minutes)
-    minutes, hours, idle, loaded = [], [], [], {}
+    minutes, hours, idle, latest, loaded = [], [], [], [], {}
     for i in range(len(files)):
         # this day's samples and its neighbours' (a sample before midnight holds into the day)
         for j in range(max(i - 1, 0), min(i + 2, len(files))):
@@ -61,7 +61,10 @@ def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rate
         minutes.append(day_minutes)
         hours.append(hour_rollup(day_minutes))
         idle.append(held_samples(frame, d0, d1, analytics, thresholds))
-    windows = idle_windows(pd.concat(idle, ignore_index=True), analytics, rates)
+        day = frame[(frame["ts"] >= d0) & (frame["ts"] < d1)]
+        latest.append(day.groupby(ENTITY, observed=True)["ts"].max().reset_index())
+    last_ts = pd.concat(latest, ignore_index=True).groupby(ENTITY, observed=True)["ts"].max().reset_index()
+    windows = idle_windows(pd.concat(idle, ignore_index=True), analytics, rates, last_ts)
     return pd.concat(minutes, ignore_index=True), pd.concat(hours, ignore_index=True), windows
 
 
@@ -197,10 +200,11 @@ def held_samples(df: pd.DataFrame, d0: datetime, d1: datetime, analytics, thresh
     return s[day & s["idle"].to_numpy()].drop(columns=["entity", "idle"]).reset_index(drop=True)
 
 
-def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame) -> pd.DataFrame:
+def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, last_ts: pd.DataFrame) -> pd.DataFrame:
     """Idle windows (DESIGN.md "Idle window"), straight from their definition: a run of consecutive
     idle samples of one GPU and owner, each held until the next, with no busy sample inside and no
-    no-data gap over idle_max_gap_minutes, lasting at least the pool's idle_min_minutes."""
+    no-data gap over idle_max_gap_minutes, lasting at least the pool's idle_min_minutes. A window is
+    open when it still holds its GPU entity's latest sample (``last_ts``: entity, ts)."""
     idle = idle.sort_values(ENTITY + ["ts"], ignore_index=True)
     # a window goes on from the sample before when that one was idle, of the same owner, and
     # stopped holding at most the bridge before this one
@@ -237,6 +241,9 @@ def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame) -> pd.DataF
         w[column] = np.where(w["held"] == 1, w[column].astype(str), "")
     w["avg_util_gpu"] = (w["weighted_gpu"] / w["covered_s"]).astype(np.float32)
     w["avg_util_mem"] = (w["weighted_mem"] / w["covered_s"]).astype(np.float32)
+    w = w.merge(last_ts.rename(columns={"ts": "last_ts"}), on=ENTITY, how="left")
+    w["is_open"] = (w["end"] > w["last_ts"]).astype(np.uint8)
+    w = w.drop(columns=["last_ts"])
     return w.drop(columns=["held", "min_minutes", "weighted_gpu", "weighted_mem"]).reset_index(drop=True)
 
 

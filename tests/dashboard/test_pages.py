@@ -50,7 +50,7 @@ def test_overview_tiles_match_the_views(site, browser, screenshots_dir):
                                f"no data {money(no_data)}")
     assert tile("spend")[1] == money(mtd) and "over: llm-finetune" in tile("spend")[2]       # the planted overrun
     assert tile("coverage")[1] == f"{coverage:.1f} %"
-    assert firing >= 10 and tile("alerts")[1] == str(firing)
+    assert firing >= 5 and tile("alerts")[1] == str(firing)     # the planted budget overrun and findings at least
     assert findings == 4 and tile("findings")[1] == "4"
     part(browser, "overview", "fleet", chart=True)
     screenshot(browser, screenshots_dir, "overview")
@@ -180,9 +180,9 @@ def test_alerts_page_lists_firing_alerts_and_history(site, browser, screenshots_
     open_page(browser, site.url + "/alerts", "alerts")
     firing = table_rows(part(browser, "alerts", "firing"))
     names = {r[1] for r in firing}
-    assert {"team_budget_exceeded", "compliance_residency", "gpu_idle_window"} <= names
-    count, = one(site.store, "SELECT count() FROM alert_state FINAL WHERE state = 'firing'")
-    assert len(firing) == count
+    assert {"team_budget_exceeded", "compliance_residency"} <= names
+    count, rules = one(site.store, "SELECT count(), groupUniqArray(rule) FROM alert_state FINAL WHERE state = 'firing'")
+    assert len(firing) == count and names == set(rules)
     assert "No pending alerts match" in part(browser, "alerts", "pending").text
     history = table_rows(part(browser, "alerts", "history"))
     assert any(r[1] == "compliance_residency" and r[4] == "firing" for r in history)
