@@ -2,6 +2,7 @@
 
     [billing]
     interval_minutes = 360
+    max_quarantined_share = 0.0         # share of a file's rows that may be quarantined (0: none)
 
     [[billing.sources]]
     name = "aws-main"
@@ -28,6 +29,8 @@ from typing import Literal
 from base.settings import Secret
 
 log = logging.getLogger(__name__)
+
+MAX_QUARANTINED_SHARE = 0.0
 
 REQUIRED = {
     "aws-cost-explorer": (),
@@ -80,11 +83,16 @@ class BillingConfig:
     """``[billing]``: the API sources pulled by ``gpuledger up`` and how often."""
 
     interval_minutes: int = 360
+    # The largest share of one input's rows (0 to 1) that may go to quarantine while the rest
+    # still replaces the months it holds. Default 0: one bad row keeps every stored month as it is.
+    max_quarantined_share: float = MAX_QUARANTINED_SHARE
     sources: list[BillingSourceConfig] = field(default_factory=list)
 
     def validate(self):
         if self.interval_minutes < 5:
             return "interval_minutes", "at least 5 minutes (billing APIs are rate-limited and update a few times a day)"
+        if not 0 <= self.max_quarantined_share <= 1:
+            return "max_quarantined_share", "a share from 0 (no bad row allowed) to 1 (any number of bad rows)"
         names = [s.name for s in self.sources]
         if len(names) != len(set(names)):
             return "sources", "sources with distinct names"

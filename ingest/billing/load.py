@@ -38,7 +38,8 @@ from base.sqlfiles import sql
 from collector.billing import adapters
 from collector.billing.focus import HeaderMatch, match_header
 from ingest.billing import stage
-from ingest.billing.read import csv_frame, file_source, first_error_line, frame_source, kind_of, read_header
+from ingest.billing.config import MAX_QUARANTINED_SHARE
+from ingest.billing.read import check_complete, csv_frame, file_source, first_error_line, frame_source, kind_of, read_header
 from ingest.store import Stage
 
 log = logging.getLogger(__name__)
@@ -103,14 +104,19 @@ class BillingReport:
 
 
 def ingest_billing(store, paths: Iterable[str | Path], fmt: str | None = None,
-                   progress: Callable[[str], None] = print, *, s3_client=None) -> BillingReport:
-    """Load billing files / directories / globs / s3:// prefixes; see the module docstring."""
+                   progress: Callable[[str], None] = print, *, s3_client=None,
+                   max_quarantined_share: float | None = None) -> BillingReport:
+    """Load billing files / directories / globs / s3:// prefixes; see the module docstring.
+
+    ``max_quarantined_share`` (``[billing] max_quarantined_share``, default 0): the largest share
+    of one input's rows that may be quarantined while the rest replaces its months.
+    """
     if fmt is not None and fmt not in FORMATS:
         raise InputError(f"unknown billing format {fmt!r}; expected one of {', '.join(FORMATS)}")
     with tempfile.TemporaryDirectory(prefix="gpuledger-billing-") as tmp:
         located = locate(paths, s3_client, Path(tmp), progress)
         inputs = [describe(path, label, fmt) for path, label in located]
-        report = load_inputs(store, inputs, progress)
+        report = load_inputs(store, inputs, progress, max_quarantined_share=max_quarantined_share)
     progress(report.summary())
     return report
 
@@ -144,6 +150,8 @@ def describe(path: Path, label: str, fmt: str | None) -> Input:
             raise InputError(f"JSON files are read as GCP billing export rows, not as {fmt}", path=label)
         return Input(label, "gcp-export", frame=lambda: adapters.read_native(path, "gcp", label))
     header = read_header(path)
+    if kind_of(str(path)) == "csv":
+        check_complete(path, len(header))
     kind = fmt or adapters.sniff(header)
     if kind is None:
         raise InputError(
@@ -166,8 +174,14 @@ def describe(path: Path, label: str, fmt: str | None) -> Input:
     return Input(label, "focus", path=path, match=match)
 
 
-def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = print) -> BillingReport:
-    """Parse every input into one staging area, then swap the months it holds into the table."""
+def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = print, *,
+                max_quarantined_share: float | None = None) -> BillingReport:
+    """Parse every input into one staging area, then swap the months it holds into the table.
+
+    An input with more than ``max_quarantined_share`` of its rows quarantined stops the load
+    before anything is replaced (``InputError`` naming its first bad rows).
+    """
+    limit = MAX_QUARANTINED_SHARE if max_quarantined_share is None else max_quarantined_share
     started = time.monotonic()
     load_id = uuid.uuid4().hex[:12]
     report = BillingReport(load_id)
@@ -177,6 +191,7 @@ def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = pr
         for number, item in enumerate(inputs, 1):
             result = _load_one(store, item, load_id, loaded_at, good, bad)
             report.files.append(result)
+            _check_share(store, result, bad.name, limit)
             progress(f"[{number}/{len(inputs)}] {item.label}: {result.rows:,} rows"
                      + (f", {result.quarantined_rows:,} quarantined" if result.quarantined_rows else ""))
         report.periods = [f"{m} {p or '-'} {a or '-'}" for m, p, a in store.rows(sql("billing/load_periods", stage=good.name))]
@@ -221,6 +236,27 @@ def _accept(store, item: Input, targets, counts: tuple[int, int], good, bad) -> 
     if quarantined:
         store.command(f"INSERT INTO {stage.q(bad.name)} SELECT * FROM {stage.q(targets.bad)}")
     return FileResult(item.label, rows, quarantined, reasons, item.match.unknown if item.match else [])
+
+
+def _check_share(store, result: FileResult, bad_stage: str, limit: float) -> None:
+    """Refuse the load when too many of one input's rows were quarantined (nothing is replaced yet)."""
+    total = result.rows + result.quarantined_rows
+    if not result.quarantined_rows or result.quarantined_rows <= limit * total:
+        return
+    label = stage.lit(result.label)
+    first = store.rows(
+        f"SELECT source_row, column, reason, value FROM {stage.q(bad_stage)} WHERE source_file = {label} "
+        "ORDER BY source_row, column LIMIT 3")
+    months = [r[0] for r in store.rows(
+        f"SELECT DISTINCT concat(substring(raw['BillingPeriodStart'], 1, 7), ' ', raw['ProviderName'], ' ', "
+        f"raw['BillingAccountId']) FROM {stage.q(bad_stage)} WHERE source_file = {label} ORDER BY 1 LIMIT 5")]
+    examples = "; ".join(f"row {row} {column}: {reason} ({value[:40]!r})" for row, column, reason, value in first)
+    raise InputError(
+        f"{result.quarantined_rows:,} of {total:,} row(s) quarantined ({result.quarantined_rows / total:.2%}), more than "
+        f"[billing] max_quarantined_share = {limit:g} allows: {examples}"
+        + (f"; month(s) with bad rows: {', '.join(m.strip() for m in months)}" if months else "")
+        + ". Nothing was loaded; the stored months are unchanged. Fix those rows, or raise max_quarantined_share "
+        "to load the rest", path=result.label)
 
 
 def _split(store, targets, source, labels) -> tuple[int, int]:

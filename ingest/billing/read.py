@@ -72,6 +72,58 @@ def read_header(path: Path) -> list[str]:
     return next(csv.reader([text.rstrip("\r")]), [])
 
 
+CHUNK = 1 << 22
+
+
+def check_complete(path: Path, width: int) -> None:
+    """Refuse a CSV (plain or gzip) that ends mid-record: truncated, or with an unterminated quote.
+
+    One pass over the bytes: an odd number of quote characters means a quoted field is never
+    closed; a last line without a line break must hold as many fields as the header. (A file
+    cut exactly between two records cannot be told from a complete one.)
+    """
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    quotes = newlines = 0
+    tail = b""          # what follows the last line break so far (bounded)
+    try:
+        with opener(path, "rb") as handle:
+            while chunk := handle.read(CHUNK):
+                quotes += chunk.count(b'"')
+                newlines += chunk.count(b"\n")
+                cut = chunk.rfind(b"\n")
+                tail = chunk[cut + 1:] if cut >= 0 else (tail + chunk)[-(1 << 20):]
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"cannot be read to the end ({exc}); if it is gzip, it is truncated or corrupt",
+                         path=str(path)) from None
+    last_line = newlines + (1 if tail else 0)
+    if quotes % 2:
+        line = _quote_error_line(path) or last_line
+        where = ("so the file ends mid-record: it looks truncated" if line >= last_line
+                 else "its quoting is broken")
+        raise InputError(f"line {line}: unterminated quote (the quote characters do not pair up: a quoted field is "
+                         f"never closed), {where}. Nothing was loaded; the stored months are unchanged", path=str(path))
+    if not tail.strip() or tail.count(b'"') % 2:
+        return
+    fields = next(csv.reader([tail.decode("utf-8", "replace").rstrip("\r")]), [])
+    if len(fields) < width:
+        raise InputError(f"line {last_line}: the file ends mid-record (the last row has {len(fields)} of the header's "
+                         f"{width} fields and no line break): it looks truncated. Nothing was loaded; the stored months "
+                         "are unchanged", path=str(path))
+
+
+def _quote_error_line(path: Path) -> int | None:
+    """The line where Python's CSV reader finds the broken quoting, if it does."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as handle:
+        reader = csv.reader(handle, strict=True)
+        try:
+            for _ in reader:
+                pass
+        except csv.Error:
+            return reader.line_num
+    return None
+
+
 @dataclass
 class Source:
     """An input as ClickHouse sees it: a subquery giving source_row, x_extensions and FOCUS text."""

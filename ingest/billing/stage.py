@@ -37,6 +37,16 @@ IDENTITY = (
     "SkuMeter", "PricingCategory", "PricingUnit", "ConsumedUnit", "CommitmentDiscountId", "CommitmentDiscountStatus",
     "CapacityReservationId", "RegionId", "AvailabilityZone", "InvoiceId", "BillingCurrency",
 )
+# ProviderName spellings that mean one provider, lower-case with single spaces -> the name stored
+# (what the providers' own FOCUS exports and our adapters write). One provider, one partition.
+PROVIDER_ALIASES = {
+    "aws": "AWS", "amazon": "AWS", "amazon web services": "AWS", "amazon web services, inc.": "AWS",
+    "amazon aws": "AWS", "amazon web services inc.": "AWS",
+    "microsoft": "Microsoft", "azure": "Microsoft", "microsoft azure": "Microsoft",
+    "microsoft corporation": "Microsoft",
+    "google cloud": "Google Cloud", "gcp": "Google Cloud", "google": "Google Cloud",
+    "google cloud platform": "Google Cloud", "google llc": "Google Cloud",
+}
 LINE_ID_EXTENSION = "x_LineItemId"   # adapters put a provider's own line-item id here when it has one
 ROW_ERROR = "__row_error"            # set by readers on a row that is broken as a whole (wrong field count)
 
@@ -94,7 +104,17 @@ def typed(col: str, kind: str) -> Typed:
         ok = f"(isValidJSON({v}) AND JSONType({v}) = 'Object')"
         return Typed(f"if({v} IS NOT NULL AND {ok}, JSONExtract(ifNull({v}, '{{}}'), 'Map(String, String)'), map())",
                      f"({missing} OR ({v} IS NOT NULL AND NOT {ok}))", "not a JSON object")
-    return Typed(f"ifNull({v}, '')", f"({missing} OR ({v} IS NOT NULL AND NOT isValidUTF8({v})))", "not UTF-8 text")
+    text = f"ifNull({v}, '')"
+    if col == "ProviderName":
+        text = provider_name(text)
+    return Typed(text, f"({missing} OR ({v} IS NOT NULL AND NOT isValidUTF8({v})))", "not UTF-8 text")
+
+
+def provider_name(text: str) -> str:
+    """SQL giving the canonical ProviderName (``PROVIDER_ALIASES``) of the text expression ``text``."""
+    keys = ", ".join(lit(k) for k in PROVIDER_ALIASES)
+    names = ", ".join(lit(v) for v in PROVIDER_ALIASES.values())
+    return f"transform(lower(replaceRegexpAll(trim({text}), '\\\\s+', ' ')), [{keys}], [{names}], trim({text}))"
 
 
 def typed_select(source: str, outputs: list[str], present: set[str] | None = None, *, source_kind: str,

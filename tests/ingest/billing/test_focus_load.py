@@ -61,7 +61,7 @@ def test_restated_period_replaces_the_earlier_delivery(store, focus_sample, tmp_
 
 
 def test_focus_values_tags_extensions_and_case_insensitive_names(store, focus_dir, quiet):
-    ingest_billing(store, [focus_dir], progress=quiet)
+    ingest_billing(store, [focus_dir], progress=quiet, max_quarantined_share=1)
     tags = store.scalar("SELECT Tags FROM billing_line_items WHERE Tags['application'] = 'BrightLensMatrix' LIMIT 1")
     assert tags["environment"] == "dev"
     assert store.scalar("SELECT count() FROM billing_line_items WHERE x_extensions['Id'] != ''") == 600
@@ -74,7 +74,7 @@ def test_focus_values_tags_extensions_and_case_insensitive_names(store, focus_di
 
 
 def test_impossible_timestamp_is_quarantined_and_the_rest_loads(store, focus_dir, quiet):
-    report = ingest_billing(store, [focus_dir / "spec_examples"], progress=quiet)
+    report = ingest_billing(store, [focus_dir / "spec_examples"], progress=quiet, max_quarantined_share=1)
     bad = store.rows("SELECT source_file, source_row, column, reason, value FROM billing_quarantine")
     assert [(b[0].rsplit("/", 1)[1], *b[1:]) for b in sorted(bad)] == [
         ("commitment_discount_purchase_scenario_2.csv", 3, "ChargePeriodEnd", "not a valid timestamp", "2023-02-01T30:00:00Z"),
