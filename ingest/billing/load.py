@@ -14,9 +14,14 @@ Rules an operator can rely on:
   wins, whatever it was (FOCUS export, CUR, API pull).
 * **All or nothing.** A refused file stops the load before anything is replaced; a crash
   leaves the previous state (each month's swap is atomic).
-* **Bad rows are kept aside.** Unparseable numbers, timestamps, currencies, Tags go to
-  ``billing_quarantine`` with file, row, column, reason and the raw row; the rest loads.
-  Negative costs (credits, refunds) are data. Currencies are stored as given.
+* **A truncated or half-bad bill never replaces a month.** A CSV that ends mid-record
+  (unterminated quote, short last row without a line break) is refused; so is an input with more
+  than ``max_quarantined_share`` of its rows quarantined (default 0: any). Nothing is stored then.
+* **Bad rows are kept aside** when that share allows. Unparseable numbers, timestamps,
+  currencies, Tags go to ``billing_quarantine`` with file, row, column, reason and the raw row;
+  the rest loads. Negative costs (credits, refunds) are data. Currencies are stored as given.
+* **One provider, one partition.** ProviderName aliases (``Amazon Web Services`` = ``AWS``, …)
+  are stored under one name (``stage.PROVIDER_ALIASES``).
 
 Errors (all ``base.errors``): ``InputError`` for a missing file, an unknown format, a file
 with missing required columns (names them and the unknown ones), an empty, non-UTF-8, corrupt
@@ -247,9 +252,11 @@ def _check_share(store, result: FileResult, bad_stage: str, limit: float) -> Non
     first = store.rows(
         f"SELECT source_row, column, reason, value FROM {stage.q(bad_stage)} WHERE source_file = {label} "
         "ORDER BY source_row, column LIMIT 3")
+    provider = stage.provider_name("raw['ProviderName']")
     months = [r[0] for r in store.rows(
-        f"SELECT DISTINCT concat(substring(raw['BillingPeriodStart'], 1, 7), ' ', raw['ProviderName'], ' ', "
-        f"raw['BillingAccountId']) FROM {stage.q(bad_stage)} WHERE source_file = {label} ORDER BY 1 LIMIT 5")]
+        f"SELECT DISTINCT concat(formatDateTime(month, '%Y-%m'), ' ', {provider}, ' ', "
+        f"raw['BillingAccountId']) FROM (SELECT raw, parseDateTimeBestEffortOrNull(raw['BillingPeriodStart'], 'UTC') AS month "
+        f"FROM {stage.q(bad_stage)} WHERE source_file = {label}) WHERE month IS NOT NULL ORDER BY 1 LIMIT 5")]
     examples = "; ".join(f"row {row} {column}: {reason} ({value[:40]!r})" for row, column, reason, value in first)
     raise InputError(
         f"{result.quarantined_rows:,} of {total:,} row(s) quarantined ({result.quarantined_rows / total:.2%}), more than "

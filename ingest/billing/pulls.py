@@ -46,12 +46,13 @@ def pull_sources(store, sources_config: BillingConfig | list[BillingSourceConfig
     "azure-query": transport_function}``.
     """
     sources = sources_config.sources if isinstance(sources_config, BillingConfig) else list(sources_config)
+    share = sources_config.max_quarantined_share if isinstance(sources_config, BillingConfig) else None
     now = clock()
     today = (now if isinstance(now, datetime) else datetime.fromtimestamp(now, timezone.utc)).date()
     results = []
     for source in sources:
         try:
-            report = _pull(store, source, today, clients or {}, progress)
+            report = _pull(store, source, today, clients or {}, progress, share)
             results.append(PullResult(source.name, report))
         except GpuledgerError as exc:
             log.warning("billing source %s: %s", source.name, exc)
@@ -59,18 +60,20 @@ def pull_sources(store, sources_config: BillingConfig | list[BillingSourceConfig
     return results
 
 
-def _pull(store, source: BillingSourceConfig, today: date, clients: dict, progress) -> BillingReport:
+def _pull(store, source: BillingSourceConfig, today: date, clients: dict, progress,
+          share: float | None = None) -> BillingReport:
     spans = months(today, source.months_back)
     if source.kind == "s3-focus":
         client = clients.get("s3-focus") or _aws(source, "s3")
-        return ingest_billing(store, [source.url], fmt="focus", progress=progress, s3_client=client)
+        return ingest_billing(store, [source.url], fmt="focus", progress=progress, s3_client=client,
+                              max_quarantined_share=share)
     if source.kind == "aws-cost-explorer":
         ce = clients.get("aws-cost-explorer") or _aws(source, "ce")
         account = source.account_id or _caller_account(source)
         inputs = [Input(f"aws-cost-explorer:{source.name}:{a:%Y-%m}", "aws-cost-explorer",
                         frame=lambda a=a, b=b: aws_ce.pull(ce, a, b, account_id=account, tag_key=source.tag_key))
                   for a, b in spans]
-        return load_inputs(store, inputs, progress)
+        return load_inputs(store, inputs, progress, max_quarantined_share=share)
     if source.kind == "azure-query":
         transport = clients.get("azure-query") or azure_query.urllib_transport
         api = azure_query.AzureCostQuery(source.scope, source.tenant_id, source.client_id, source.client_secret.get(),
@@ -80,11 +83,11 @@ def _pull(store, source: BillingSourceConfig, today: date, clients: dict, progre
         amortized = source.cost_type == "AmortizedCost"
         inputs = [Input(f"azure-query:{source.name}:{a:%Y-%m}", "azure-query", frame=lambda a=a, b=b: azure_query.to_focus(
             api.rows(a, date.fromordinal(b.toordinal() - 1), source.cost_type), account, amortized)) for a, b in spans]
-        return load_inputs(store, inputs, progress)
+        return load_inputs(store, inputs, progress, max_quarantined_share=share)
     client = clients.get("gcp-bigquery") or _bigquery(source)
     inputs = [Input(f"gcp-bigquery:{source.name}:{a:%Y-%m}", "gcp-bigquery",
                     frame=lambda a=a: gcp.query_bigquery(client, source.table, f"{a:%Y%m}")) for a, _ in spans]
-    return load_inputs(store, inputs, progress)
+    return load_inputs(store, inputs, progress, max_quarantined_share=share)
 
 
 def _aws(source: BillingSourceConfig, service: str):

@@ -35,6 +35,9 @@ CSV_SETTINGS = {
 }
 
 
+MAX_HEADER = 1 << 20   # bytes: a header row longer than this is refused
+
+
 def kind_of(path: str) -> str:
     """'csv' or 'parquet' from a file name (``.csv``, ``.csv.gz``, ``.parquet``, ``.snappy.parquet``)."""
     name = path.lower()
@@ -58,6 +61,11 @@ def read_header(path: Path) -> list[str]:
     try:
         with opener(path, "rb") as handle:
             head = handle.read(1 << 16)
+            while b"\n" not in head and len(head) < MAX_HEADER:
+                more = handle.read(1 << 16)
+                if not more:
+                    break
+                head += more
     except (OSError, EOFError, zlib.error) as exc:
         raise InputError(f"cannot be read ({exc}); if it is gzip, it is truncated or corrupt", path=str(path)) from None
     if not head.strip():
@@ -65,11 +73,16 @@ def read_header(path: Path) -> list[str]:
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head[:200]:
         raise InputError("the file is UTF-16 text; save or export it as UTF-8 CSV and load it again", path=str(path))
     first = head.split(b"\n", 1)[0]
+    if b"\n" not in head and len(head) >= MAX_HEADER:
+        raise InputError(f"the header row is longer than {MAX_HEADER >> 20} MiB: not a billing export", path=str(path))
     try:
         text = first.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError("the header is not UTF-8 text; export the file as UTF-8 CSV", path=str(path)) from None
-    return next(csv.reader([text.rstrip("\r")]), [])
+    try:
+        return next(csv.reader([text.rstrip("\r")]), [])
+    except csv.Error as exc:
+        raise InputError(f"the header row is not valid CSV ({exc})", path=str(path)) from None
 
 
 CHUNK = 1 << 22
@@ -104,7 +117,10 @@ def check_complete(path: Path, width: int) -> None:
                          f"never closed), {where}. Nothing was loaded; the stored months are unchanged", path=str(path))
     if not tail.strip() or tail.count(b'"') % 2:
         return
-    fields = next(csv.reader([tail.decode("utf-8", "replace").rstrip("\r")]), [])
+    try:
+        fields = next(csv.reader([tail.decode("utf-8", "replace").rstrip("\r")]), [])
+    except csv.Error:
+        return          # the readers name what is wrong with this row
     if len(fields) < width:
         raise InputError(f"line {last_line}: the file ends mid-record (the last row has {len(fields)} of the header's "
                          f"{width} fields and no line break): it looks truncated. Nothing was loaded; the stored months "

@@ -35,3 +35,10 @@ def test_bad_sources_name_the_key(source, key):
 def test_pulled_months():
     assert months(date(2024, 9, 10), 1) == [(date(2024, 8, 1), date(2024, 9, 1)), (date(2024, 9, 1), date(2024, 9, 11))]
     assert months(date(2024, 1, 31), 1) == [(date(2023, 12, 1), date(2024, 1, 1)), (date(2024, 1, 1), date(2024, 2, 1))]
+
+
+def test_max_quarantined_share():
+    assert build(BillingConfig, {}, "billing", "test.toml", {}).max_quarantined_share == 0
+    assert build(BillingConfig, {"max_quarantined_share": 0.01}, "billing", "test.toml", {}).max_quarantined_share == 0.01
+    with pytest.raises(ConfigError, match=re.escape("key 'billing.max_quarantined_share'")):
+        build(BillingConfig, {"max_quarantined_share": 5}, "billing", "test.toml", {})
