@@ -38,5 +38,7 @@ EXPOSE 8050 9400
 # /healthz answers 503 when the store is unreachable; urlopen raises on it, so the check fails.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8050/healthz', timeout=4)"]
+# `up` on 0.0.0.0 refuses to start unless a credential is configured (receiver.token and/or
+# [[dashboard.users]] in $GPULEDGER_CONFIG, as deploy/ does) or --no-auth is given on purpose.
 ENTRYPOINT ["gpuledger"]
 CMD ["up", "--host", "0.0.0.0"]

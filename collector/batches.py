@@ -10,12 +10,15 @@ On the wire and on disk a batch is one JSON object::
     {"id": "node-1/gpu_samples/1784000000000/3f2a...", "table": "gpu_samples",
      "columns": ["ts", "host", ...], "rows": [[1784000000000, "node-1", ...], ...]}
 
-where ``ts`` is milliseconds since the epoch (UTC).
+where ``ts`` is milliseconds since the epoch (UTC). A ``ts`` that is not a finite number of
+milliseconds within datetime's range is left as it came, for the store's checks to refuse that
+row by name (``ingest.writer.insert_valid``).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -62,13 +65,15 @@ class Batch:
             raise BatchError(f"batch is not JSON ({e})") from None
         if not isinstance(doc, dict) or not {"id", "table", "columns", "rows"} <= set(doc):
             raise BatchError("batch must be a JSON object with id, table, columns and rows")
-        batch = cls(str(doc["id"]), str(doc["table"]), tuple(doc["columns"]), doc["rows"])
+        columns = doc["columns"]
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            raise BatchError("columns must be a list of column names")
+        batch = cls(str(doc["id"]), str(doc["table"]), tuple(columns), doc["rows"])
         batch.check()
         idx = [i for i, c in enumerate(batch.columns) if c in TIME_COLUMNS]
         for r in batch.rows:
             for i in idx:
-                if isinstance(r[i], (int, float)):
-                    r[i] = _EPOCH + timedelta(milliseconds=r[i])
+                r[i] = _from_ms(r[i])
         return batch
 
     def check(self) -> None:
@@ -107,6 +112,16 @@ def batches_from_round(round_, host: str) -> list[Batch]:
             rows = [list(dataclasses.astuple(r)) for r in records]
             out.append(Batch(new_id(host, table, round_.ts), table, TABLES[table], rows))
     return out
+
+
+def _from_ms(value):
+    """The time ``value`` milliseconds after the epoch; any other value unchanged."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return value
+    try:
+        return _EPOCH + timedelta(milliseconds=value)
+    except OverflowError:
+        return value
 
 
 def _ms(ts: datetime) -> int:

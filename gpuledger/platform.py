@@ -6,6 +6,7 @@ dashboard and the ingest endpoints mount here) and jobs on ``platform.scheduler`
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import signal
 import threading
@@ -16,6 +17,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask, jsonify
 from werkzeug.serving import make_server
 
+from base.errors import ConfigError
 from ingest.migrations import schema_version
 
 log = logging.getLogger(__name__)
@@ -114,8 +116,44 @@ def build_platform(config, store, *, auth: bool = True, clock=None) -> Platform:
     install_alerts(platform, config, clock=clock)
     from ingest.telemetry import register_telemetry
 
-    register_telemetry(platform, store, config)
+    register_telemetry(platform, store, config, auth=auth and _dashboard_auth(config))
     from dashboard.app import mount
 
     mount(platform, config, store, auth=auth)
     return platform
+
+
+def _dashboard_auth(config) -> bool:
+    return getattr(getattr(config, "dashboard", None), "auth", True)
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(config, host: str, *, auth: bool = True) -> None:
+    """Refuse (ConfigError) to serve on a non-loopback ``host`` with authentication on but no
+    credential configured: no ``receiver.token`` and no dashboard users or trusted header, so
+    the endpoints would be either open or closed to everyone. ``auth=False`` (``--no-auth``)
+    is the explicit opt-out, logged as a warning."""
+    if not auth or not _dashboard_auth(config):
+        log.warning("authentication is OFF (--no-auth or dashboard.auth = false): anyone who can "
+                    "reach %s may read the dashboard and write samples", host)
+        return
+    if is_loopback(host):
+        return
+    receiver, dashboard = getattr(config, "receiver", None), getattr(config, "dashboard", None)
+    if (receiver is not None and receiver.token) or (dashboard is not None and (dashboard.users or dashboard.trusted_header)):
+        return
+    raise ConfigError(
+        f"refusing to serve on {host}, an address other machines can reach, with no credential "
+        "configured: anyone could write samples. Set receiver.token (token = { env = "
+        '"GPULEDGER_INGEST_TOKEN" } under [receiver]) and [[dashboard.users]] (password_hash from '
+        "`python3 -m dashboard.auth hash`), or listen on 127.0.0.1, or pass --no-auth to serve "
+        "without authentication on purpose")

@@ -15,9 +15,21 @@ Prometheus' staleness markers) and GPUs without a ``Hostname`` label are skipped
 ``Content-Encoding: gzip``) from ``gpuledger collect --push-url``; stored under its id as
 insert deduplication token, so an agent re-sending a batch after a crash stores it once.
 
-Answers: 2xx stored; 400 malformed or refused data (do not retry); 401 missing or wrong
-bearer token; 413 body over ``receiver.max_body_mb``; 415 wrong encoding or protocol version;
-503 the store failed (retry later — Prometheus and the agent both do).
+Values are checked against the column types before they are inserted
+(``ingest.writer.insert_valid``): a row (one GPU entity at one time) holding a value its column
+cannot take — a negative byte count, an XID above 2^32-1, ``gpu="-1"``, a NaN time — is refused
+by itself, the other rows of the request are stored, and the answer is 400 with a JSON body
+naming what was stored and refused (``stored``, ``refused``, ``problems``). Prometheus and the
+agent drop a request answered 4xx instead of retrying it, which is right: its good part is
+already stored, and its bad part would be refused again.
+
+Credentials: with ``auth`` on (the default; ``gpuledger up --no-auth`` turns it off, as for the
+dashboard) every request must carry ``Authorization: Bearer <receiver.token>``; with no token
+configured, ingest is closed (401) rather than open to anyone.
+
+Answers: 2xx stored; 400 malformed or refused data, good rows of it stored (do not retry); 401
+missing or wrong bearer token; 413 body over ``receiver.max_body_mb``; 415 wrong encoding or
+protocol version; 503 the store failed (retry later — Prometheus and the agent both do).
 """
 from __future__ import annotations
 
@@ -40,29 +52,45 @@ from collector.records import GPU_SAMPLE_COLUMNS, as_row
 from collector.remote_write import PayloadTooLarge, RemoteWriteError, decode
 from collector.sample_mapping import samples_to_records
 from ingest.telemetry_config import ReceiverConfig
-from ingest.writer import insert_batch, insert_rows, is_data_error
+from ingest.writer import RowProblem, insert_valid, is_data_error
 
 log = logging.getLogger(__name__)
 
 WRITE_PATH = "/api/v1/write"
+MAX_PROBLEMS = 20                  # refused rows named in one answer (all are counted)
+
+
+class PartlyRefused(Refused):
+    """Some rows of a request were refused (400); ``stored`` rows of it were stored."""
+
+    def __init__(self, what: str, stored: int, problems: list[str], refused: int):
+        super().__init__(400, f"{refused} of {refused + stored} rows of {what} refused "
+                              f"(values their columns cannot hold); {stored} stored. "
+                              f"First: {problems[0]}")
+        self.stored, self.refused, self.problems = stored, refused, problems
 
 
 class Receiver:
     """The two endpoints' logic, independent of Flask's routing (``register`` mounts it)."""
 
-    def __init__(self, store, config: ReceiverConfig | None = None, clock=time.time):
-        self.store, self.config, self.clock = store, config or ReceiverConfig(), clock
+    def __init__(self, store, config: ReceiverConfig | None = None, clock=time.time, *, auth: bool = True):
+        self.store, self.config, self.clock, self.auth = store, config or ReceiverConfig(), clock, auth
         self.max_bytes = int(self.config.max_body_mb * 1024 * 1024)
         self.mapping = GPULEDGER if self.config.host_labels is None else \
             dataclasses.replace(GPULEDGER, host_labels=tuple(self.config.host_labels))
         self._lock = threading.Lock()          # one insert at a time into the store
         self.counts = {"remote_write_requests": 0, "remote_write_rows": 0, "batches": 0,
-                       "batch_rows": 0, "refused": 0}
+                       "batch_rows": 0, "refused": 0, "rows_refused": 0}
 
     # ---- request handling ------------------------------------------------------------
     def check_auth(self, header: str | None) -> None:
         token = self.config.token.get() if self.config.token else ""
         if not token:
+            if self.auth:
+                raise Refused(401, "ingest needs a bearer token and none is configured: set "
+                                   "receiver.token (e.g. token = { env = \"GPULEDGER_INGEST_TOKEN\" }) "
+                                   "and send 'Authorization: Bearer <token>', or run the local demo "
+                                   "with --no-auth")
             return
         scheme, _, given = (header or "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
@@ -108,9 +136,13 @@ class Receiver:
             return 0
         rows = [as_row(r) for r in records]
         token = "rw:" + hashlib.sha256(body).hexdigest()
-        self._insert(lambda: insert_rows(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, token))
-        self.counts["remote_write_rows"] += len(rows)
-        return len(rows)
+        stored, problems = self._insert(
+            lambda: insert_valid(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, token))
+        self.counts["remote_write_rows"] += stored
+        if problems:
+            self._partly_refused("a remote_write", stored, problems,
+                                 lambda p: _series_of(records[p.row], p))
+        return stored
 
     def batch(self, body: bytes, encoding: str) -> Batch:
         """Store an agent's batch; return it."""
@@ -125,15 +157,22 @@ class Receiver:
             batch = Batch.from_json(body)
         except BatchError as e:
             raise Refused(400, str(e)) from None
-        self._insert(lambda: insert_batch(self.store, batch))
+        stored, problems = self._insert(
+            lambda: insert_valid(self.store, batch.table, batch.columns, batch.rows, batch.id))
         self.counts["batches"] += 1
-        self.counts["batch_rows"] += len(batch.rows)
+        self.counts["batch_rows"] += stored
+        if problems:
+            self._partly_refused(f"batch {batch.id}", stored, problems, str)
         return batch
 
-    def _insert(self, do) -> None:
+    def _partly_refused(self, what: str, stored: int, problems: list[RowProblem], describe) -> None:
+        self.counts["rows_refused"] += len(problems)
+        raise PartlyRefused(what, stored, [describe(p) for p in problems[:MAX_PROBLEMS]], len(problems))
+
+    def _insert(self, do):
         try:
             with self._lock:
-                do()
+                return do()
         except BatchRejected as e:
             raise Refused(400, str(e)) from None
         except Exception as e:
@@ -175,7 +214,10 @@ class Receiver:
             if e.status != 503:
                 log.info("receiver: %s %s refused with %d: %s", request.method, request.path,
                          e.status, e)
-            response = jsonify({"error": str(e)})
+            doc = {"error": str(e)}
+            if isinstance(e, PartlyRefused):
+                doc.update(stored=e.stored, refused=e.refused, problems=e.problems)
+            response = jsonify(doc)
             response.status_code = e.status
             if e.status == 401:
                 response.headers["WWW-Authenticate"] = 'Bearer realm="gpuledger"'
@@ -192,15 +234,32 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     return out
 
 
-def register_receiver(platform, store, config: ReceiverConfig | None = None) -> Receiver | None:
-    """Mount the receiver on ``platform.web`` (unless ``receiver.enabled = false``)."""
+def _series_of(record, problem: RowProblem) -> str:
+    return (f"host={record.host} gpu_uuid={record.gpu_uuid}"
+            + (f" mig_instance={record.mig_instance}" if record.mig_instance else "")
+            + f" at {record.ts.isoformat()}: " + (f"{problem.column}: " if problem.column else "")
+            + problem.reason)
+
+
+def register_receiver(platform, store, config: ReceiverConfig | None = None, *,
+                      auth: bool = True) -> Receiver | None:
+    """Mount the receiver on ``platform.web`` (unless ``receiver.enabled = false``). With ``auth``
+    (off only with ``--no-auth``) requests need ``receiver.token``; with none configured, none
+    is accepted. Its counts show in /healthz under the part ``receiver``."""
     config = config or ReceiverConfig()
     if not config.enabled:
         return None
-    receiver = Receiver(store, config)
+    receiver = Receiver(store, config, auth=auth)
     receiver.register(platform.web)
-    platform.add_part("receiver", f"POST {WRITE_PATH} (remote_write), POST {BATCH_PATH} "
-                                  f"(agents); token {'required' if config.token else 'off'}")
-    log.info("receiving remote_write on %s and agent batches on %s%s", WRITE_PATH, BATCH_PATH,
-             "" if config.token else " (no token configured: anyone who can reach the port may write)")
+    access = "token required" if config.token else ("closed: no token configured" if auth else "open (--no-auth)")
+    platform.add_part("receiver", f"POST {WRITE_PATH} (remote_write), POST {BATCH_PATH} (agents); {access}")
+    platform.parts["receiver"]["counts"] = receiver.counts
+    if config.token:
+        log.info("receiving remote_write on %s and agent batches on %s", WRITE_PATH, BATCH_PATH)
+    elif auth:
+        log.warning("ingest is closed: no receiver.token is configured, so every POST to %s and %s "
+                    "is refused with 401 (set receiver.token)", WRITE_PATH, BATCH_PATH)
+    else:
+        log.warning("ingest authentication is OFF (--no-auth): anyone who can reach the port may "
+                    "write samples to %s and %s", WRITE_PATH, BATCH_PATH)
     return receiver

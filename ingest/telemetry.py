@@ -13,9 +13,10 @@ from ingest.scrape import register_local_sampling, register_scrapes
 from ingest.telemetry_config import ReceiverConfig
 
 
-def register_telemetry(platform, store, config, load_nvml=load_pynvml) -> dict:
-    """Mount what ``config`` (``collector``, ``scrape``, ``receiver`` sections) asks for."""
-    receiver = register_receiver(platform, store, getattr(config, "receiver", None) or ReceiverConfig())
+def register_telemetry(platform, store, config, load_nvml=load_pynvml, *, auth: bool = True) -> dict:
+    """Mount what ``config`` (``collector``, ``scrape``, ``receiver`` sections) asks for; ``auth``
+    (off only with ``--no-auth``) makes the receiver require its token."""
+    receiver = register_receiver(platform, store, getattr(config, "receiver", None) or ReceiverConfig(), auth=auth)
     scrapes = register_scrapes(platform, store, getattr(config, "scrape", None) or [])
     local = None
     if getattr(getattr(store, "target", None), "embedded", False):   # a server store has agents

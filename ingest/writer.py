@@ -5,6 +5,11 @@
   stored once (local sampling, the demo, scrapes and remote_write use it through ``insert_rows``).
 * ``insert_batch`` stores an agent's batch under its own id as token (the receiver, and
   ``StoreDestination`` for an agent writing straight to a ClickHouse server).
+* ``insert_valid`` stores the rows that fit the table and reports the others (``RowProblem``):
+  values are checked against the column types first (an unsigned column gets no negative, an
+  integer fits its width, a float is finite, a time is a time between 2000 and 2299), and a row
+  the store still refuses (a CHECK constraint) is found by halving the insert, so one bad row
+  never takes a batch's good rows with it (the receiver's endpoints use it).
 * ``load_file`` loads a whole file atomically: ClickHouse parses it into a staging copy of the
   table, then its partitions are attached to the table. A bad file stores nothing.
 
@@ -16,10 +21,16 @@ import dataclasses
 import gzip
 import hashlib
 import logging
+import math
 import pickle
 import re
+import struct
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
+
+from clickhouse_connect.driver.exceptions import DataError
 
 from base.errors import BatchRejected, Unavailable, first_line
 from collector.batches import Batch
@@ -92,7 +103,10 @@ def insert_batch(store, batch: Batch) -> int:
 
 
 def is_data_error(exc: Exception) -> bool:
-    """True when ClickHouse refused the data itself (not a connection or load problem)."""
+    """True when ClickHouse refused the data itself (not a connection or load problem), including
+    clickhouse-connect's DataError for a value that does not fit its column's type."""
+    if isinstance(exc, (DataError, struct.error, OverflowError)):
+        return True
     if isinstance(exc, (TypeError, ValueError)) and not isinstance(exc, OSError):
         return "Code:" not in str(exc) or _code(exc) in _DATA_ERRORS
     return _code(exc) in _DATA_ERRORS
@@ -101,6 +115,122 @@ def is_data_error(exc: Exception) -> bool:
 def _code(exc: Exception) -> int | None:
     m = _CODE.search(str(exc))
     return int(m.group(1)) if m else None
+
+
+# ---- rows checked against the column types ---------------------------------------------------
+
+TIME_MIN = datetime(2000, 1, 1, tzinfo=timezone.utc)      # gpu_samples' ts_plausible constraint
+TIME_MAX = datetime(2299, 12, 31, tzinfo=timezone.utc)    # the end of DateTime64's range
+_INT_TYPE = re.compile(r"(U?)Int(8|16|32|64)")
+MAX_SPLITS = 64                                           # inserts spent finding refused rows
+
+
+@dataclass(frozen=True)
+class RowProblem:
+    """Row ``row`` (0-based, in the rows given) was not stored: ``column`` (empty when the store
+    refused the row as a whole) and the ``reason``."""
+    row: int
+    column: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"row {self.row}" + (f" column {self.column}" if self.column else "") + f": {self.reason}"
+
+
+def value_problem(ch_type: str, value) -> str | None:
+    """Why ``value`` cannot be stored in a column of ClickHouse type ``ch_type`` (None: it can)."""
+    inner = ch_type
+    if inner.startswith("Nullable(") and inner.endswith(")"):
+        if value is None:
+            return None
+        inner = inner[9:-1]
+    if inner.startswith("LowCardinality(") and inner.endswith(")"):
+        inner = inner[15:-1]
+    if value is None:
+        return f"no value given for a non-nullable {inner} column"
+    m = _INT_TYPE.fullmatch(inner)
+    if m:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{_show(value)} is not an integer"
+        bits = int(m.group(2))
+        low, high = (0, 2**bits - 1) if m.group(1) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        if not low <= value <= high:
+            return f"{value} is outside {inner}'s range {low}..{high}"
+        return None
+    if inner.startswith("Float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{_show(value)} is not a number"
+        if not math.isfinite(value):
+            return f"{value} is not a finite number"
+        return None
+    if inner == "String":
+        return None if isinstance(value, str) else f"{_show(value)} is not text"
+    if inner.startswith("DateTime"):
+        if not isinstance(value, datetime):
+            return f"{_show(value)} is not a time (milliseconds since the epoch, UTC)"
+        aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        if not TIME_MIN <= aware <= TIME_MAX:
+            return f"{value.isoformat()} is outside the accepted times 2000-01-01..2299-12-31"
+        return None
+    return None
+
+
+def split_valid(types: dict[str, str], columns: Sequence[str], rows: Sequence[Sequence]):
+    """``(good, problems)``: ``(index, row)`` of the rows whose values fit ``types``, and a
+    RowProblem for each other row (its first bad value)."""
+    good, problems = [], []
+    checks = [(i, c, types.get(c, "")) for i, c in enumerate(columns)]
+    for n, row in enumerate(rows):
+        for i, column, ch_type in checks:
+            reason = value_problem(ch_type, row[i])
+            if reason:
+                problems.append(RowProblem(n, column, reason))
+                break
+        else:
+            good.append((n, row))
+    return good, problems
+
+
+def insert_valid(store, table: str, columns: Sequence[str], rows: Sequence[Sequence],
+                 token: str | None = None) -> tuple[int, list[RowProblem]]:
+    """Store the rows of ``rows`` the table accepts; return how many and what was refused.
+
+    The checked rows go in as one insert under ``token``; when the store refuses it for its data
+    (a CHECK constraint), the rows are inserted in halves (each under a token derived from
+    ``token``, so a retry of the same request stores nothing twice) until the refused rows are
+    isolated, within ``MAX_SPLITS`` inserts (past it, the rest of a refused half is refused
+    whole). Errors other than refused data propagate: the caller answers "retry later".
+    """
+    good, problems = split_valid(store.column_types(table), columns, rows)
+    token = token or batch_token(table, rows)
+    budget = [MAX_SPLITS]
+    stored = _insert_halves(store, table, columns, good, token, problems, budget)
+    return stored, sorted(problems, key=lambda p: p.row)
+
+
+def _insert_halves(store, table, columns, items, token, problems, budget) -> int:
+    if not items:
+        return 0
+    try:
+        store.insert(table, [r for _, r in items], columns, token=token)
+        return len(items)
+    except Exception as exc:
+        if not is_data_error(exc):
+            raise
+        if len(items) == 1 or budget[0] <= 0:
+            problems.extend(RowProblem(n, "", f"the store refused it: {first_line(exc)}") for n, _ in items)
+            return 0
+    budget[0] -= 1
+    mid = len(items) // 2
+    return (_insert_halves(store, table, columns, items[:mid], token + "/a", problems, budget)
+            + _insert_halves(store, table, columns, items[mid:], token + "/b", problems, budget))
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class StoreDestination:

@@ -8,7 +8,8 @@ def add_commands(sub) -> None:
     p = sub.add_parser("up", help="run the platform: ingest endpoints, scheduler, alerts, dashboard")
     p.add_argument("--host", help="listen address (default: server.host)")
     p.add_argument("--port", type=int, help="listen port (default: server.port, 8050)")
-    p.add_argument("--no-auth", action="store_true", help="serve the dashboard without authentication (local demo only)")
+    p.add_argument("--no-auth", action="store_true",
+                   help="serve the dashboard and the ingest endpoints without authentication (local demo only)")
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("sim", help="write a simulated fleet's samples and billing files")
@@ -33,11 +34,13 @@ def _sim_args(p) -> None:
 
 
 def cmd_up(args, cfg) -> int:
-    from gpuledger.platform import build_platform
+    from gpuledger.platform import build_platform, check_exposure
 
+    host = args.host or cfg.server.host
+    check_exposure(cfg, host, auth=not args.no_auth)
     store = open_store(cfg, args.store)
     platform = build_platform(cfg, store, auth=not args.no_auth)
-    platform.serve(args.host or cfg.server.host, args.port or cfg.server.port)
+    platform.serve(host, args.port or cfg.server.port)
     return 0
 
 

@@ -33,17 +33,22 @@ def remote_write_body(ts_ms: int = TS, stale: bool = False) -> bytes:
     ))
 
 
+TOKEN = "receiver-test-token"
+
+
 @pytest.fixture
 def client(store):
     def make(**receiver):
+        receiver.setdefault("token", Secret(TOKEN, "test"))
         platform = Platform(platform_config(), store)
         register_receiver(platform, store, ReceiverConfig(**receiver))
         return platform.web.test_client()
     return make
 
 
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 RW_HEADERS = {"Content-Type": "application/x-protobuf", "Content-Encoding": "snappy",
-              "X-Prometheus-Remote-Write-Version": "0.1.0"}
+              "X-Prometheus-Remote-Write-Version": "0.1.0", **AUTH}
 
 
 def test_remote_write_lands_in_gpu_samples_once(client, store):
@@ -66,7 +71,7 @@ def test_remote_write_with_real_snappy_compression(client, store):
 
 def test_tokens_sizes_and_malformed_bodies_get_clear_4xx(client, store, monkeypatch):
     c = client(token=Secret("s3cret", "test"), max_body_mb=0.001)
-    r = c.post("/api/v1/write", data=remote_write_body(), headers=RW_HEADERS)
+    r = c.post("/api/v1/write", data=remote_write_body(), headers={**RW_HEADERS, "Authorization": ""})
     assert r.status_code == 401 and "bearer token" in r.get_json()["error"]
     assert r.headers["WWW-Authenticate"].startswith("Bearer")
     auth = {**RW_HEADERS, "Authorization": "Bearer wrong"}
@@ -89,7 +94,7 @@ def test_agent_batches_are_stored_once_by_id(client, store):
     c = client()
     b = batch(4)
     body = gzip.compress(b.to_json())
-    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json", **AUTH}
     first = c.post("/api/v1/ingest/batch", data=body, headers=headers)
     assert first.status_code == 200 and first.get_json() == {"id": b.id, "stored": 3}
     assert c.post("/api/v1/ingest/batch", data=body, headers=headers).status_code == 200
@@ -106,6 +111,6 @@ def test_agent_batches_are_stored_once_by_id(client, store):
      "refused"),
 ])
 def test_malformed_batches_are_refused_by_name(client, store, doc, message):
-    r = client().post("/api/v1/ingest/batch", data=doc)
+    r = client().post("/api/v1/ingest/batch", data=doc, headers=AUTH)
     assert r.status_code == 400 and message in r.get_json()["error"]
     assert store.scalar("SELECT count() FROM gpu_samples") == 0
