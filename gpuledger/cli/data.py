@@ -59,7 +59,8 @@ def cmd_ingest_billing(args, cfg) -> int:
     from ingest.billing.load import ingest_billing
 
     store = open_store(cfg, args.store)
-    report = ingest_billing(store, args.paths, fmt=args.format, progress=progress)
+    report = ingest_billing(store, args.paths, fmt=args.format, progress=progress,
+                            max_quarantined_share=cfg.billing.max_quarantined_share)
     print(report.summary())
     return 0
 
