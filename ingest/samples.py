@@ -8,6 +8,13 @@ Columns are those of ``gpu_samples`` (see ``sql/migrations/001_gpu_samples.sql``
 telemetry, '' for labels), and an unknown column is refused by name. Each file loads
 all-or-nothing; a file already loaded (same content) is skipped, so re-running a backfill
 never doubles it.
+
+Every format is read the same way: each number is checked against its column's type (text in a
+numeric column, ``-1`` for a byte count or ``70000`` processes are refused, never stored as NULL
+or wrapped), and a numeric ``ts`` is a Unix epoch in seconds (13 digits: milliseconds), the same
+in CSV, JSON and Parquet. ``ts`` is accepted from 2000-01-01 up to ``FUTURE_LIMIT`` ahead of the
+load. A refused value refuses the file, naming its row and column. The same sample (GPU entity
+and ``ts``) repeated inside a file is stored once. A file may span any number of days.
 """
 from __future__ import annotations
 
@@ -18,12 +25,13 @@ import hashlib
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from base.errors import InputError, first_line
 from collector.records import GPU_SAMPLE_COLUMNS
 from ingest import badrows
-from ingest.writer import file_format, load_file
+from ingest.writer import READ_SETTINGS, file_format
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +40,11 @@ KEY = ("host", "gpu_uuid", "mig_instance", "ts")      # what makes a sample row 
 INTENT = "samples:loading"                           # ingested_files kind of a load under way
 REQUIRED = ("ts", "host", "gpu_uuid")
 PROM_SUFFIXES = (".prom", ".txt")
+FUTURE_LIMIT = timedelta(days=1)                     # how far ahead of the load a sample's ts may be
+ACCEPTED_TS = "accepted: ts from 2000-01-01 up to 1 day ahead of now, as date-time text or a Unix epoch in seconds (13 digits: milliseconds)"
+# a stage holds one file: its days may be many (a backfill), and numbers are read as text and checked
+FILL_SETTINGS = {**READ_SETTINGS, "max_partitions_per_insert_block": 0,
+                 "input_format_json_read_numbers_as_strings": 1, "input_format_json_read_bools_as_strings": 1}
 SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz") + PROM_SUFFIXES
 
 
@@ -40,6 +53,7 @@ class LoadReport:
     files_loaded: int = 0
     files_skipped: int = 0
     rows: int = 0
+    duplicates: int = 0          # rows dropped because the same sample came earlier in the same file
     skipped: list[str] = field(default_factory=list)
 
 
@@ -141,25 +155,143 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
         if repair:
             progress(f"[{number}/{len(files)}] {path}: an earlier load of it was interrupted; finishing it")
         record_loaded(store, INTENT, path, digest, 0)
-        rows = load_promtext(store, path, repair) if promtext else load_one(store, path, fmt, columns, types, repair)
+        label = f"[{number}/{len(files)}] {path}"
+        if promtext:
+            rows, repeats = load_promtext(store, path, repair), 0
+        else:
+            rows, repeats = load_one(store, path, fmt, columns, types, repair, days_progress(progress, label))
         record_loaded(store, "samples", path, digest, rows)
         report.files_loaded += 1
         report.rows += rows
-        progress(f"[{number}/{len(files)}] {path}: {rows:,} rows")
+        report.duplicates += repeats
+        dropped = f" ({repeats:,} repeated rows dropped)" if repeats else ""
+        progress(f"{label}: {rows:,} rows{dropped}")
     return report
 
 
-def load_one(store, path: Path, fmt: str, columns: list[str], types: dict[str, str], repair=()) -> int:
+def days_progress(progress: Callable[[str], None], label: str, every: int = 50) -> Callable[[int, int], None]:
+    """A ``Stage.attach_to`` progress callback that reports every ``every`` days of a long file."""
+    def report(done: int, total: int) -> None:
+        if total > every and (done % every == 0 or done == total):
+            progress(f"{label}: attached {done}/{total} days")
+    return report
+
+
+def load_one(store, path: Path, fmt: str, columns: list[str], types: dict[str, str], repair=(),
+             progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
+    """Load one CSV/TSV/JSONL/Parquet file all-or-nothing; return (rows stored, repeats dropped)."""
+    read = read_types(path, fmt, columns, types)
+    horizon = (datetime.now(timezone.utc) + FUTURE_LIMIT).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     try:
-        return load_file(store, TABLE, path, columns, fmt, repair=repair)
+        with store.staging(TABLE) as stage:
+            fill(store, stage, path, fmt, columns, types, read)
+            keys = ", ".join(KEY)
+            rows, unique, ahead = store.rows(f"SELECT count(), uniqExact({keys}), countIf(ts > {{h:DateTime64(3, 'UTC')}}) "
+                                             f"FROM `{stage.name}`", {"h": horizon})[0]
+            if ahead:
+                row = first_row_ahead(store, path, fmt, columns, types, read, horizon)
+                raise InputError(f"{ahead:,} row(s) have a ts more than {FUTURE_LIMIT.days} day ahead of now ({ACCEPTED_TS}); "
+                                 "nothing from this file was stored", path=str(path), row=row, column="ts")
+            repeats = stage.drop_repeats(KEY) if unique != rows else 0
+            stage.attach_to(unless_stored=repair, progress=progress)
+            return int(rows) - repeats, repeats
+    except InputError:
+        raise
     except Exception as exc:
         if not hasattr(exc, "code") and "DB::Exception" not in str(exc):
             raise
         found = badrows.locate(store, TABLE, path, fmt, columns, types) if store.target.embedded else None
         if found:
             row, column, reason = found
-            raise InputError(f"{reason}; nothing from this file was stored", path=str(path), row=row, column=column) from None
+            accepted = f" ({ACCEPTED_TS})" if column == "ts" else ""
+            raise InputError(f"{reason}{accepted}; nothing from this file was stored",
+                             path=str(path), row=row, column=column) from None
         raise InputError(f"ClickHouse refused the file ({first_line(exc)}); nothing from this file was stored", path=str(path)) from None
+
+
+def read_types(path: Path, fmt: str, columns: list[str], types: dict[str, str]) -> dict[str, str]:
+    """The type each column is read from the file as: the table's own where no value can change on
+    the way (text columns, Parquet date-times, Parquet numbers into a float or the same type);
+    otherwise text (CSV, TSV, JSON, Parquet text) or the Parquet column's own number type, which
+    ``checked`` converts."""
+    schema = None
+    if fmt == "Parquet":
+        import pyarrow.parquet as pq
+
+        schema = pq.read_schema(path)
+    read = {}
+    for c in columns:
+        base = badrows.base_type(types[c])
+        source = _parquet_type(schema.field(c).type) if schema is not None else None
+        if base == "String" or source == base or (source == "DateTime" and base.startswith("DateTime")) \
+                or (source and source != "DateTime" and base.startswith("Float")):
+            read[c] = types[c]
+        elif source and source != "DateTime" and not base.startswith("DateTime"):
+            read[c] = f"Nullable({source})"
+        else:
+            read[c] = "Nullable(String)"
+    return read
+
+
+def _parquet_type(arrow_type) -> str | None:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(arrow_type) or pa.types.is_date(arrow_type):
+        return "DateTime"
+    if pa.types.is_integer(arrow_type):
+        return f"{'U' if pa.types.is_unsigned_integer(arrow_type) else ''}Int{arrow_type.bit_width}"
+    if pa.types.is_floating(arrow_type):
+        return "Float64" if arrow_type.bit_width == 64 else "Float32"
+    return None
+
+
+def parsed(column: str, ch_type: str) -> str:
+    """``column`` (read as text or a number) as ``ch_type``, NULL where it cannot be: the rule
+    badrows.locate names rows by."""
+    base = badrows.base_type(ch_type)
+    if base.startswith("DateTime64"):
+        return f"parseDateTime64BestEffortOrNull(`{column}`, 3, 'UTC')"
+    return f"accurateCastOrNull(`{column}`, '{base}')"
+
+
+def checked(column: str, ch_type: str, read_type: str) -> str:
+    """``parsed``, but a value that is given and cannot be read stops the insert."""
+    value = parsed(column, ch_type)
+    given = f"ifNull(`{column}`, '') != ''" if read_type == "Nullable(String)" else f"`{column}` IS NOT NULL"
+    message = f"a value in column {column} cannot be read as {badrows.base_type(ch_type).split('(')[0]}"
+    return f"if(throwIf({given} AND {value} IS NULL, '{message}') = 0, {value}, NULL)"
+
+
+def read_structure(columns: list[str], read: dict[str, str]) -> str:
+    return ", ".join(f"`{c}` {read[c]}" for c in columns)
+
+
+def fill(store, stage, path: Path, fmt: str, columns: list[str], types: dict[str, str], read: dict[str, str]) -> None:
+    """Fill the stage from the file. Embedded stores read it in-process, every number as text
+    checked by ``checked`` (the same in every format); servers are sent its bytes."""
+    if store.target.embedded:
+        select = ", ".join(f"`{c}`" if read[c] == types[c] else f"{checked(c, types[c], read[c])} AS `{c}`" for c in columns)
+        stage.fill(f"SELECT {select} FROM file({{path:String}}, {{fmt:String}}, {{structure:String}})",
+                   parameters={"path": str(path.resolve()), "fmt": fmt, "structure": read_structure(columns, read)},
+                   settings=FILL_SETTINGS, columns=columns)
+    else:
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+        stage.fill_bytes(data, columns, fmt, FILL_SETTINGS)
+
+
+def first_row_ahead(store, path: Path, fmt: str, columns: list[str], types: dict[str, str], read: dict[str, str],
+                    horizon: str) -> int | None:
+    """The 1-based row of the file's first ts beyond ``horizon`` (embedded stores only)."""
+    if not store.target.embedded:
+        return None
+    ts = "`ts`" if read["ts"] == types["ts"] else parsed("ts", types["ts"])
+    rows = store.client.query(
+        f"SELECT row FROM (SELECT rowNumberInAllBlocks() + 1 AS row, {ts} AS t "
+        "FROM file({path:String}, {fmt:String}, {structure:String})) WHERE t > {h:DateTime64(3, 'UTC')} ORDER BY row LIMIT 1",
+        parameters={"path": str(path.resolve()), "fmt": fmt, "structure": read_structure(columns, read), "h": horizon},
+        settings={**FILL_SETTINGS, "max_threads": 1, "input_format_parallel_parsing": 0, "input_format_skip_unknown_fields": 1},
+    ).result_rows
+    return int(rows[0][0]) if rows else None
 
 
 def load_promtext(store, path: Path, repair=()) -> int:

@@ -22,7 +22,7 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,22 +216,37 @@ class Stage:
     def count(self) -> int:
         return int(self.store.scalar(f"SELECT count() FROM `{self.name}`"))
 
-    def attach_to(self, table: str | None = None, *, unless_stored: Sequence[str] = ()) -> None:
+    def attach_to(self, table: str | None = None, *, unless_stored: Sequence[str] = (),
+                  progress: Callable[[int, int], None] | None = None) -> None:
         """Add every partition of the stage to ``table`` (default: the table it copies).
 
         ``unless_stored`` (the table's key columns) finishes an interrupted earlier load of the
         same input: a partition whose every row the table already holds is not attached again
-        (ATTACH is atomic per partition, so one is attached whole or not at all)."""
+        (ATTACH is atomic per partition, so one is attached whole or not at all). ``progress``
+        is called with (partitions done, partitions in all) after each one."""
         table = table or self.like
         keys = ", ".join(f"`{k}`" for k in unless_stored)
-        for pid in self.store.partitions(self.name):
+        pids = self.store.partitions(self.name)
+        for done, pid in enumerate(pids, 1):
             if unless_stored:
                 total, stored = self.store.rows(
                     f"SELECT count(), countIf(({keys}) IN (SELECT {keys} FROM `{table}` WHERE _partition_id = {{p:String}})) "
                     f"FROM `{self.name}` WHERE _partition_id = {{p:String}}", {"p": pid})[0]
                 if total == stored:
-                    continue
-            self.store.command(f"ALTER TABLE `{table}` ATTACH PARTITION ID '{pid}' FROM `{self.name}`")
+                    pid = ""
+            if pid:
+                self.store.command(f"ALTER TABLE `{table}` ATTACH PARTITION ID '{pid}' FROM `{self.name}`")
+            if progress:
+                progress(done, len(pids))
+
+    def drop_repeats(self, key: Sequence[str]) -> int:
+        """Keep one row of each ``key`` (which must cover the table's sorting and partition keys);
+        return how many rows were dropped."""
+        keys = ", ".join(f"`{k}`" for k in key)
+        total, unique = self.store.rows(f"SELECT count(), uniqExact({keys}) FROM `{self.name}`")[0]
+        if total != unique:
+            self.store.command(f"OPTIMIZE TABLE `{self.name}` FINAL DEDUPLICATE BY {keys}")
+        return int(total - unique)
 
     def replace_in(self, partition_ids: Sequence[str] = ()) -> None:
         """Make each partition of the table that the stage holds, and each of ``partition_ids``,
