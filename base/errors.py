@@ -163,6 +163,16 @@ class Refused(GpuledgerError):
         self.status = status
 
 
+class PartlyRefused(Refused):
+    """Some rows of a request were refused (400); ``stored`` rows of it were stored."""
+
+    def __init__(self, what: str, stored: int, problems: list[str], refused: int):
+        super().__init__(400, f"{refused} of {refused + stored} rows of {what} refused "
+                              f"(values their columns cannot hold); {stored} stored. "
+                              f"First: {problems[0]}")
+        self.stored, self.refused, self.problems = stored, refused, problems
+
+
 class BillingSourceError(GpuledgerError):
     pass
 

@@ -45,7 +45,7 @@ from datetime import datetime, timezone
 
 from flask import jsonify, request
 
-from base.errors import BatchError, BatchRejected, Refused, first_line
+from base.errors import BatchError, BatchRejected, PartlyRefused, Refused, first_line
 from collector.batches import BATCH_PATH, Batch
 from collector.dcgm import GPULEDGER
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
@@ -58,16 +58,6 @@ log = logging.getLogger(__name__)
 
 WRITE_PATH = "/api/v1/write"
 MAX_PROBLEMS = 20                  # refused rows named in one answer (all are counted)
-
-
-class PartlyRefused(Refused):
-    """Some rows of a request were refused (400); ``stored`` rows of it were stored."""
-
-    def __init__(self, what: str, stored: int, problems: list[str], refused: int):
-        super().__init__(400, f"{refused} of {refused + stored} rows of {what} refused "
-                              f"(values their columns cannot hold); {stored} stored. "
-                              f"First: {problems[0]}")
-        self.stored, self.refused, self.problems = stored, refused, problems
 
 
 class Receiver:
