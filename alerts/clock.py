@@ -35,3 +35,13 @@ def version() -> int:
 
 def iso(value: datetime | None) -> str:
     return utc(value).strftime("%Y-%m-%dT%H:%M:%SZ") if value else ""
+
+
+def parse_iso(text: str) -> datetime | None:
+    """An ISO 8601 time (``Z`` or an offset; none means UTC) or ``YYYY-MM-DD HH:MM`` as an aware
+    datetime; None when ``text`` is not one."""
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
+    except (AttributeError, ValueError):
+        return None
+    return utc(value)

@@ -33,13 +33,11 @@ from alerts.config import WEEKDAYS, DigestConfig
 from alerts.delivery.retry import DeliveryReport
 from alerts.grouping import alert_url, iso_ms
 from alerts.notification import Notification
-from alerts.rules import Rule
 from base.sqlfiles import sql
 
 log = logging.getLogger(__name__)
 
 KIND = "digest"                                  # the outbox's kind (status) of a digest
-IDLE_PAGE = Rule("waste_digest", sql="", page="idle")   # where window links go (alert_url takes a rule)
 
 
 # --- the period ------------------------------------------------------------------------------
@@ -156,7 +154,7 @@ class IdleWindow:
         """The Idle & waste page focused on this window's GPU entity and start."""
         labels = {"team": team, "environment": self.environment, "gpu_uuid": self.gpu_uuid,
                   "mig_instance": self.mig_instance, "window_start": self.start.strftime("%Y-%m-%dT%H:%M:%SZ")}
-        return alert_url(base_url, IDLE_PAGE, labels, {"window_end": self.end.strftime("%Y-%m-%dT%H:%M:%SZ")})
+        return alert_url(base_url, "idle", labels, {"window_end": self.end.strftime("%Y-%m-%dT%H:%M:%SZ")})
 
 
 def money(usd: float, cents: bool = True) -> str:
@@ -165,6 +163,7 @@ def money(usd: float, cents: bool = True) -> str:
 
 
 def hours(seconds: float) -> str:
+    """``7.0 h``, or ``45 min`` under an hour: a window's length as the digest lists it."""
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 

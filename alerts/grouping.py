@@ -70,11 +70,10 @@ URL_FILTERS = {"team": "team", "environment": "env", "gpu_uuid": "gpu", "mig_ins
                "window_start": "window"}
 
 
-def alert_url(base_url: str, rule: Rule | None, labels: dict[str, str], annotations: dict[str, str] | None = None,
+def alert_url(base_url: str, page: str, labels: dict[str, str], annotations: dict[str, str] | None = None,
               today: date | None = None) -> str:
     """The dashboard page about an alert, filtered to exactly its team, environment, GPU and idle
     window (``from``/``to``: the window's days, its end's day or ``today`` while it is open)."""
-    page = rule.page if rule else "alerts"
     query = {param: labels[label] for label, param in URL_FILTERS.items() if labels.get(label)}
     if labels.get("window_start"):
         start = labels["window_start"][:10]
@@ -86,7 +85,7 @@ def alert_url(base_url: str, rule: Rule | None, labels: dict[str, str], annotati
 def view(st: AlertState, rule: Rule | None, base_url: str, status: str, now: datetime | None = None) -> AlertView:
     return AlertView(st.fingerprint, status, dict(st.labels), dict(st.annotations), st.value,
                      iso(st.fired_at or st.active_since), iso(st.resolved_at) if status == "resolved" else "",
-                     alert_url(base_url, rule, st.labels, st.annotations, (now or st.evaluated_at or st.active_since).date()))
+                     alert_url(base_url, rule.page if rule else "alerts", st.labels, st.annotations, (now or st.evaluated_at or st.active_since).date()))
 
 
 def plan(states: list[tuple[AlertState, Rule]], muted: dict[str, str], last: dict[tuple[str, str], LastNotification],

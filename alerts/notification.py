@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+
+from alerts.clock import parse_iso
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 # labels that say whose an alert is, in the order a reader looks for them
@@ -15,15 +16,6 @@ OWNER_LABELS = (("team", "team"), ("user", "user"), ("job_id", "job"), ("k8s_nam
                 ("k8s_pod", "pod"), ("slurm_account", "account"))
 WHERE_LABELS = (("host", "host"), ("gpu_uuid", "GPU"), ("mig_instance", "MIG"), ("pool", "pool"),
                 ("environment", "env"), ("region", "region"))
-
-
-def _time(text: str) -> datetime | None:
-    """An ISO time or ``YYYY-MM-DD HH:MM`` (UTC) as an aware datetime."""
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
-    except (AttributeError, ValueError):
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
 def _usd(text) -> float | None:
@@ -73,7 +65,7 @@ class AlertView:
     def details(self, at: str) -> list[str]:
         """When (UTC, how long by ``at`` or until it resolved), how much, whose, where, links."""
         since = self.annotations.get("since") or self.starts_at
-        start, end = _time(since), _time(self.ends_at or at)
+        start, end = parse_iso(since), parse_iso(self.ends_at or at)
         when = f"since {since.replace('T', ' ').replace('Z', '')[:16]} UTC"
         if start and end:
             when += f" ({duration_text((end - start).total_seconds())}"

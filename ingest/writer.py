@@ -10,15 +10,14 @@
   integer fits its width, a float is finite, a time is a time between 2000 and 2299), and a row
   the store still refuses (a CHECK constraint) is found by halving the insert, so one bad row
   never takes a batch's good rows with it (the receiver's endpoints use it).
-* ``load_file`` loads a whole file atomically: ClickHouse parses it into a staging copy of the
-  table, then its partitions are attached to the table. A bad file stores nothing.
+* ``file_format`` and ``READ_SETTINGS``: how sample files are read (``ingest.samples`` loads them,
+  all-or-nothing, through a staging table).
 
 The rows themselves go through ``Store.insert`` and ``Store.staging`` (ingest.store).
 """
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import hashlib
 import logging
 import math
@@ -267,30 +266,3 @@ def file_format(path: Path) -> str:
     if not suffixes or suffixes[-1] not in FILE_FORMATS:
         raise ValueError(f"{path}: unknown file type; expected one of {', '.join(FILE_FORMATS)} (optionally .gz)")
     return FILE_FORMATS[suffixes[-1]]
-
-
-def structure(types: dict[str, str], columns: Sequence[str]) -> str:
-    return ", ".join(f"`{c}` {types[c]}" for c in columns)
-
-
-def load_file(store, table: str, path: Path, columns: Sequence[str], fmt: str, settings: dict | None = None,
-              repair: Sequence[str] = ()) -> int:
-    """Load ``path`` into ``table`` all-or-nothing; return the rows it holds.
-
-    Embedded stores read the file in-process (ClickHouse's own reader); servers are sent its bytes.
-    ``repair`` (the table's key columns) finishes a load that was interrupted: the file's
-    partitions the table already holds are not attached again.
-    """
-    types = store.column_types(table)
-    all_settings = {**READ_SETTINGS, **(settings or {})}
-    with store.staging(table) as stage:
-        if store.target.embedded:
-            stage.fill("SELECT * FROM file({path:String}, {fmt:String}, {structure:String})",
-                       parameters={"path": str(path.resolve()), "fmt": fmt, "structure": structure(types, columns)},
-                       settings=all_settings, columns=columns)
-        else:
-            data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-            stage.fill_bytes(data, columns, fmt, all_settings)
-        rows = stage.count()
-        stage.attach_to(unless_stored=repair)
-        return rows

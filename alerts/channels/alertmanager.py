@@ -6,21 +6,18 @@ is set past the group's next repeat, so Alertmanager keeps it firing until gpule
 resolves it; a resolved alert carries the time it resolved."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from alerts.channels.http import Transport, post_json, urllib_transport
+from alerts.clock import parse_iso
 from alerts.notification import Notification
 
 DEFAULT_HOLD_S = 4 * 3600.0
 
 
-def _parse(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def alertmanager_payload(n: Notification) -> list[dict]:
     hold = float(n.extra.get("repeat_s", DEFAULT_HOLD_S)) * 1.5 + 300
-    sent = _parse(n.created_at)
+    sent = parse_iso(n.created_at)
     out = []
     for a in n.alerts:
         labels = {k: v for k, v in a.labels.items() if v}

@@ -81,7 +81,7 @@ def test_a_notification_link_opens_the_dashboard_with_its_filters_applied():
     from alerts.grouping import alert_url
     from dashboard.filters import parse
 
-    url = alert_url("http://gl:8050/", None, {"team": "research", "environment": "aws", "host": "h"})
+    url = alert_url("http://gl:8050/", "alerts", {"team": "research", "environment": "aws", "host": "h"})
     assert url.startswith("http://gl:8050/alerts?")
     filters = parse(parse_qs(urlparse(url).query), today=date(2026, 3, 2))
     assert filters.envs == ("aws",) and filters.teams == ("research",)

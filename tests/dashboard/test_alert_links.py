@@ -58,7 +58,7 @@ def test_an_idle_window_link_focuses_the_idle_page_on_that_gpu_and_window(site, 
     w = idle_window
     labels = {"team": w["team"], "environment": w["environment"], "gpu_uuid": w["gpu_uuid"],
               "mig_instance": w["mig_instance"], "window_start": w["window_start"], "host": w["host"]}
-    url = alert_url(site.url, rules["gpu_idle_window"], labels, {"window_end": w["window_end"]},
+    url = alert_url(site.url, rules["gpu_idle_window"].page, labels, {"window_end": w["window_end"]},
                     datetime.now(timezone.utc).date())
     assert query_of(url)["gpu"] == [w["gpu_uuid"]] and query_of(url)["window"] == [w["window_start"]]
     open_page(browser, url, "idle")
@@ -123,7 +123,7 @@ def test_a_window_that_matches_nothing_and_bad_values_get_notes(site, browser, i
 def test_a_team_link_filters_its_page_to_the_team(site, browser, rules, idle_window, rule, page):
     team = idle_window["team"] if idle_window["team"] != "unallocated" else \
         site.store.rows("SELECT team FROM v_idle_waste WHERE kind = 'allocated' ORDER BY cost_usd DESC LIMIT 1")[0][0]
-    url = alert_url(site.url, rules[rule], {"team": team, "alertname": rule})
+    url = alert_url(site.url, rules[rule].page, {"team": team, "alertname": rule})
     assert url == f"{site.url}/{page}?team={team}"
     open_page(browser, url, page)
     if page == "spend":
@@ -141,7 +141,7 @@ def test_a_compliance_link_filters_to_its_environment(site, browser, rules):
     team, env = site.store.rows("SELECT team, environment FROM v_compliance_open WHERE environment != '' "
                                 "ORDER BY team = '', policy LIMIT 1")[0]
     labels = {"environment": env, **({"team": team} if team else {})}
-    url = alert_url(site.url, rules["compliance_residency"], labels)
+    url = alert_url(site.url, rules["compliance_residency"].page, labels)
     open_page(browser, url, "compliance")
     matrix = part(browser, "compliance", "runtime")
     assert control_values(browser, "compliance", "env") == env
@@ -156,7 +156,7 @@ def test_a_compliance_link_filters_to_its_environment(site, browser, rules):
 
 
 def test_the_group_link_opens_the_alerts_page(site, browser):
-    url = alert_url(site.url, None, {})
+    url = alert_url(site.url, "alerts", {})
     assert url == f"{site.url}/alerts"
     open_page(browser, url, "alerts")
     part(browser, "alerts", "firing")
