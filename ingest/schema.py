@@ -22,10 +22,14 @@ def open_store(dsn: str, raw_retention_days: int | None = None) -> Store:
 
 def prepare(store, raw_retention_days: int | None = None) -> list[str]:
     """Apply pending migrations, the views and the configured raw-data retention, and drop staging
-    tables a killed process left behind over a day ago; return the migrations applied."""
+    tables a killed process left behind; return the migrations applied.
+
+    The embedded store is held by one process at a time, so every staging table found when it
+    opens is a dead one's. A server is shared with other writers, whose staging tables may be live:
+    only those over a day old are dropped there."""
     applied = migrate(store)
     apply_views(store)
-    store.drop_stale_stages()
+    store.drop_stale_stages(0 if store.target.embedded else 86_400)
     if raw_retention_days:
         set_retention(store, raw_retention_days)
     return applied

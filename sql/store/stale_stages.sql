@@ -3,4 +3,4 @@
 SELECT name
 FROM system.tables
 WHERE database = currentDatabase() AND startsWith(name, {prefix:String})
-  AND metadata_modification_time < now() - {older_than_s:UInt32}
+  AND metadata_modification_time <= now() - {older_than_s:UInt32}

@@ -4,6 +4,7 @@ doubled — and the agent's spool on a disk that fills up.
 * ``gpuledger ingest samples`` killed mid-load, run again: every file stored exactly once;
 * ``gpuledger rollup`` killed mid-derivation (and again mid-idle-windows), run again: the
   derived tables equal a clean ``rollup --force`` of the same days, and no day's rows double;
+* processes SIGKILLed inside a staging table: the next start drops every one they left;
 * ``gpuledger up`` killed while 3 agents push, restarted: every round stored exactly once;
 * the spool on a 1 MB tmpfs: past ``spool_max_mb`` the oldest batches are dropped, counted,
   logged and exported, the agent goes on, and what was kept arrives exactly once; with a limit
@@ -121,6 +122,37 @@ def test_rollup_killed_mid_derivation_then_run_again_matches_a_clean_derivation(
           f"{len(reference)} table-days: rows lost = {lost}, rows doubled = {extra + sum(v[0] - v[1] for v in doubled.values())}")
     assert not doubled, f"days whose derived rows double: {sorted(doubled)[:10]}"
     assert not differs, f"table-days that differ from a clean derivation (recovered, clean): {sorted(differs.items())[:10]}"
+
+
+STAGES = ("from ingest.store import connect, STAGE_PREFIX; s = connect('chdb://{store}'); "
+          "print('stages', s.scalar(\"SELECT count() FROM system.tables WHERE database = currentDatabase() "
+          "AND startsWith(name, '\" + STAGE_PREFIX + \"')\"))")
+
+
+def staging_tables(store: Path) -> int:
+    """Staging tables in the store, counted without opening it the usual way (which sweeps them)."""
+    proc = Proc(["-c", STAGES.format(store=store)])
+    proc.wait_for("stages ", prefix=True, timeout_s=60)
+    return int(next(line for line in proc.lines if line.startswith("stages ")).split()[1])
+
+
+def test_staging_tables_left_by_a_killed_rollup_are_swept_at_the_next_start(tmp_path):
+    store = tmp_path / "store"
+    init = gpuledger(store, "init")
+    assert init.finish(120) == 0, init.tail()
+    for table in ("gpu_hour", "idle_windows", "compliance_findings"):   # killed inside Store.staging
+        killed = Proc(["-c", "import os, signal; from ingest.store import connect; "
+                             f"s = connect('chdb://{store}'); "
+                             f"cm = s.staging('{table}'); cm.__enter__(); print('staged', flush=True); "
+                             "os.kill(os.getpid(), signal.SIGKILL)"])
+        killed.wait_for("staged", timeout_s=120)
+        assert killed.finish(60) == -9, killed.tail()
+    left = staging_tables(store)
+    start = gpuledger(store, "rollup")
+    assert start.finish(300) == 0, start.tail()
+    after = staging_tables(store)
+    print(f"\nstaging tables left by 3 processes SIGKILLed mid-stage: {left}; after the next start: {after}")
+    assert left == 3 and after == 0
 
 
 def test_up_killed_mid_ingest_then_restarted_stores_every_round_once(tmp_path):
