@@ -2,7 +2,8 @@
 
 A link reproduces the view: ``/spend?range=7d&env=aws&team=research``, or a fixed window
 ``?from=2026-10-01&to=2026-10-31`` (both days included). Values that cannot be right (a
-malformed date, an environment that is not a plain word, a value over 128 characters) are
+malformed date, a day outside 2000-01-01..2099-12-31, ``from`` after ``to``, an environment that
+is not a plain word, a value over 128 characters) are
 dropped with a note shown on the page; everything else reaches SQL only as a bound parameter,
 so a team called ``x' OR 1=1 --`` is just a team that matches nothing.
 """
@@ -20,6 +21,7 @@ ENVIRONMENT = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,31}$")
 MAX_VALUE = 128
 MAX_VALUES = 20
 MAX_DAYS = 400
+EARLIEST, LATEST = date(2000, 1, 1), date(2099, 12, 31)   # days a window may name (ingest refuses older samples)
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class Filters:
         except (KeyError, TypeError, ValueError):
             return parse({}, today, default_range)
         envs, teams = _clean_list(data.get("envs")), _clean_list(data.get("teams"))
-        if not (0 < (end - start).days <= MAX_DAYS):
+        if not (0 < (end - start).days <= MAX_DAYS and EARLIEST <= start and end <= LATEST):
             return parse({}, today, default_range)
         preset = data.get("preset") if data.get("preset") in PRESETS else ""
         return cls(start, end, preset, tuple(e for e in envs if ENVIRONMENT.match(e)), teams)
@@ -93,12 +95,13 @@ def parse(args: Mapping, today: date, default_range: str = "30d") -> Filters:
     if not preset and (args.get("from") or args.get("to")):
         try:
             start = date.fromisoformat(_one(args.get("from")) or "")
-            end = date.fromisoformat(_one(args.get("to")) or "") + timedelta(days=1)
-            if not 0 < (end - start).days <= MAX_DAYS:
+            last = date.fromisoformat(_one(args.get("to")) or "")
+            if not (EARLIEST <= start <= last <= LATEST and (last - start).days < MAX_DAYS):
                 raise ValueError
+            end = last + timedelta(days=1)
         except ValueError:
-            notes.append(f"from/to must be two dates (YYYY-MM-DD), from before to, at most {MAX_DAYS} days apart; "
-                         "showing the default range")
+            notes.append(f"from/to must be two dates (YYYY-MM-DD) from {EARLIEST} to {LATEST}, from not after to, "
+                         f"at most {MAX_DAYS} days apart; showing the default range")
             start = end = None
     if start is None:
         preset = preset or default_range

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from dashboard.filters import MAX_VALUE, shown
+from dashboard.filters import EARLIEST, LATEST, MAX_VALUE, shown
 
 PARAMS = ("gpu", "mig", "window")          # the URL parameters, kept by the filter bar on the page
 
@@ -75,14 +75,14 @@ def parse(args: Mapping) -> Focus:
 
 
 def parse_window(text: str) -> datetime | None:
-    """An ISO 8601 time as naive UTC to the second; None if it is not one."""
+    """An ISO 8601 time as naive UTC to the second; None if it is not one (or not in 2000..2099)."""
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
+    except (ValueError, OverflowError):
         return None
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc).replace(tzinfo=None)
-    return moment.replace(microsecond=0)
+    return moment.replace(microsecond=0) if EARLIEST <= moment.date() <= LATEST else None
 
 
 def window_text(moment: datetime) -> str:

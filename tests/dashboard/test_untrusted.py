@@ -1,0 +1,172 @@
+"""Untrusted data and URLs (#15): team, pool and host names written straight into the derived
+tables (as a store loaded before ingest bounded labels may hold them) — formulas, HTML links, a
+5000-character name, 300 teams, spend in EUR — and absurd URL parameters. The dashboard is
+mounted on that store and read over real HTTP (the page, the router, every callback, every CSV
+download) and in Chromium."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date, datetime, time, timedelta, timezone
+from types import SimpleNamespace
+from urllib.parse import quote
+
+import pytest
+import requests
+
+from dashboard import ids
+from dashboard.filters import parse
+from dashboard.probe import call, call_page, call_router, page_callbacks
+from tests.helpers import HttpClient, free_port
+
+FORMULA = '=HYPERLINK("http://evil","x")'
+LINK = '<a href="http://evil">x</a>'
+LONG = "L" * 5000
+HOSTILE = {"team": FORMULA, "pool": "+pool", "host": "@host", "user": "-2+3", "job_id": "\t=1", "region": "\r=1"}
+MANY = [f"team-{i:03d}" for i in range(300)]
+PAGES = {"overview": "/", "utilization": "/utilization", "idle": "/idle", "spend": "/spend",
+         "placement": "/placement", "compliance": "/compliance", "alerts": "/alerts"}
+DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def plant(store, today: date) -> None:
+    """Two days of GPU costs, waste, idle windows, spend, findings and alerts owned by hostile names."""
+    days = [today - timedelta(days=1), today]
+    owners = [(FORMULA, "onprem"), (LINK, "onprem"), (LONG, "aws"), ("research", "aws")]
+    cost_hour, cost_day, waste, windows, demand, gpu_hour = [], [], [], [], [], []
+    for g, (team, env) in enumerate(owners):
+        gpu = f"GPU-{g:04d}"
+        for day in days:
+            t0 = datetime.combine(day, time())
+            cost_day.append([day, HOSTILE["host"], gpu, "", env, HOSTILE["region"], HOSTILE["pool"], "i-1", "p4d",
+                             "A100", "550.1", "12.4", team, 1, 24.0, 12.0, 5.0, 24.0, 0.0, 0.0, 0.0, 24.0, 0])
+            waste.append([day, HOSTILE["host"], gpu, "", env, HOSTILE["region"], HOSTILE["pool"], "A100", team,
+                          HOSTILE["user"], HOSTILE["job_id"], "", 24.0, 24.0, 3.0, 1.0, 2.0, 0.5])
+            windows.append([HOSTILE["host"], gpu, "", t0 + timedelta(hours=2), t0 + timedelta(hours=3), 3600, 3600, 0,
+                            "allocated", env, HOSTILE["region"], HOSTILE["pool"], "i-1", "A100", team, HOSTILE["user"],
+                            HOSTILE["job_id"], 1.0])
+            for h in range(24):
+                hour = t0 + timedelta(hours=h)
+                cost_hour.append([hour, HOSTILE["host"], gpu, "", env, HOSTILE["region"], HOSTILE["pool"], "A100",
+                                  team, 1, 1.0, 0.5, 1.0, 1.0])
+                demand.append([hour, team, env, 1, 1.0, 0.5, 1.0])
+                gpu_hour.append([hour, HOSTILE["host"], gpu, "", env, HOSTILE["pool"], "A100", "550.1", "12.4", team, 1])
+    insert = store.client.insert
+    insert("gpu_cost_hour", cost_hour, column_names=["hour", "host", "gpu_uuid", "mig_instance", "environment", "region",
+                                                     "pool", "model", "team", "held", "gpu_hours", "utilized_gpu_hours",
+                                                     "cloud_gpu_usd", "cost_usd"])
+    insert("gpu_cost_day", cost_day, column_names=store.columns("gpu_cost_day"))
+    insert("gpu_waste_day", waste, column_names=store.columns("gpu_waste_day"))
+    insert("idle_windows", windows, column_names=["host", "gpu_uuid", "mig_instance", "start", "end", "duration_s",
+                                                  "covered_s", "is_open", "kind", "environment", "region", "pool",
+                                                  "instance_id", "model", "team", "user", "job_id", "cost_usd"])
+    insert("team_demand_hour", demand, column_names=store.columns("team_demand_hour"))
+    insert("gpu_hour", gpu_hour, column_names=["hour", "host", "gpu_uuid", "mig_instance", "environment", "pool",
+                                               "model", "driver_version", "cuda_version", "team", "held"])
+    spend = [[day, team, env, "cloud_other", "USD", 10.0 + i, 0.0, 0.0, 0.0]
+             for day in days for i, (team, env) in enumerate([*owners, *((t, "aws") for t in MANY)])]
+    spend += [[today, FORMULA, "aws", "cloud_other", "USD", -3.5, 0.0, 0.0, 0.0],            # a credit
+              [today, "unallocated", "aws", "cloud_other", "USD", 7.0, 0.0, 0.0, 0.0],
+              [today, "research", "azure", "cloud_other", "EUR", 1234.5, 0.0, 0.0, 0.0]]   # a EUR line item
+    insert("team_spend_day", spend, column_names=store.columns("team_spend_day"))
+    now = datetime.combine(today, time(1))
+    insert("compliance_findings", [["untagged_spend", "k1", "critical", FORMULA, "aws", "aws", HOSTILE["region"],
+                                    HOSTILE["pool"], HOSTILE["host"], "GPU-0000", LINK, LINK, "{}", 5.0, now, now, now]],
+           column_names=store.columns("compliance_findings"))
+    labels = {"team": FORMULA, "environment": "aws", "host": LINK}
+    insert("alert_state", [["budget_overrun", "fp1", labels, {"summary": LINK}, "critical", "firing", 2.0, now, now,
+                            None, now, 1]], column_names=store.columns("alert_state"))
+    insert("alert_events", [[now, "budget_overrun", "fp1", labels, "critical", "pending", "firing", 2.0, FORMULA]],
+           column_names=store.columns("alert_events"))
+
+
+@pytest.fixture(scope="module")
+def hostile(store_dir):
+    """The dashboard (no auth) on a store holding the planted rows, served on loopback."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    from dashboard.app import mount
+    from gpuledger.config import Config
+    from gpuledger.platform import Platform
+    from ingest.schema import prepare
+    from ingest.store import connect
+
+    store = connect(f"chdb://{store_dir}?database=untrusted")
+    prepare(store)
+    plant(store, datetime.now(timezone.utc).date())
+    platform = Platform(Config(), store)
+    app = mount(platform, Config(), store, auth=False)
+    platform.web.test_client().get("/_dash-dependencies")     # this app takes the pages' callbacks now
+    server = make_server("127.0.0.1", free_port(), platform.web, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_port}"
+    yield SimpleNamespace(url=url, app=app, store=store, client=HttpClient(url, timeout_s=60))
+    server.shutdown()
+    store.command("DROP DATABASE IF EXISTS untrusted")
+
+
+def default_filters() -> dict:
+    return parse({}, datetime.now(timezone.utc).date()).to_data()
+
+
+def find(node, component_id):
+    """The props of the component with ``component_id`` in a layout's JSON, or None."""
+    if isinstance(node, dict):
+        if node.get("props", {}).get("id") == component_id:
+            return node["props"]
+        return next((p for v in node.values() if (p := find(v, component_id)) is not None), None)
+    if isinstance(node, list):
+        return next((p for v in node if (p := find(v, component_id)) is not None), None)
+    return None
+
+
+def texts(node) -> str:
+    return json.dumps(node, ensure_ascii=False)
+
+
+# ---- URL parameters ---------------------------------------------------------------------------
+
+ABSURD = {"to=9999-12-31": "from/to", "from=9999-12-01&to=9999-12-31": "from/to",
+          "from=0000-01-01&to=2026-01-01": "from/to", "from=0001-01-01&to=0001-01-31": "from/to",
+          "from=1900-01-01&to=1900-01-31": "from/to", "from=2150-01-01&to=2150-01-31": "from/to",
+          "from=2026-11-01&to=2026-01-01": "from/to", "from=banana&to=2026-01-01": "from/to",
+          "range=9999d": "unknown time range", "team=" + "9" * 5000: "5000 characters ignored",
+          "gpu=" + "9" * 128 + "&mig=" + "9" * 100 + "&window=9999-12-31T23:59:59Z": "window",
+          "gpu=GPU-1&window=0001-01-01T00:00:00%2B01:00": "window", "gpu=GPU-1&window=1900-01-01T00:00:00Z": "window",
+          "gpu=GPU-1&window=9999-12-31T23:59:59-01:00": "window"}
+
+
+@pytest.mark.parametrize("search", list(ABSURD))
+def test_absurd_url_parameters_get_a_note_never_a_500(hostile, search):
+    for page, path in PAGES.items():
+        assert requests.get(f"{hostile.url}{path}?{search}", timeout=60).status_code == 200
+        routed = call_router(hostile.client, path, "?" + search)
+        assert routed.status == 200, (path, search)
+        notes = find(routed.response, ids.notes(page))
+        if page == "idle" or ABSURD[search] != "window":
+            assert ABSURD[search] in texts(notes["children"]), (path, notes)
+        data = find(routed.response, ids.filters(page))["data"]
+        overrides = {}
+        if page == "idle":
+            overrides[ids.IDLE_FOCUS] = find(routed.response, ids.IDLE_FOCUS)["data"]
+        for dep in page_callbacks(hostile.client, page):
+            got = call(hostile.client, page, dep, data, overrides)
+            assert got.status == 200, (path, search, dep["output"])
+    nav = next(d for d in hostile.client.get("/_dash-dependencies").get_json() if ids.NAV in d["output"])
+    body = {"output": nav["output"], "outputs": [{"id": ids.NAV, "property": "children"},
+                                                 {"id": ids.SIGNED_IN, "property": "children"}],
+            "inputs": [{"id": ids.URL, "property": "pathname", "value": "/spend"},
+                       {"id": ids.URL, "property": "search", "value": "?" + search}], "changedPropIds": [], "state": []}
+    assert requests.post(hostile.url + "/_dash-update-component", json=body, timeout=60).status_code == 200
+
+
+@pytest.mark.parametrize("data", [{"start": "0001-01-01", "end": "0001-01-31"}, {"start": "9999-12-01", "end": "9999-12-31"},
+                                  {"start": "1900-01-01", "end": "1900-02-01"}, {"start": "2150-01-01", "end": "2150-02-01"}])
+def test_absurd_filter_data_sent_to_every_callback_is_not_a_500(hostile, data):
+    for page in PAGES:
+        calls = call_page(hostile.client, page, data)
+        assert calls and all(c.status == 200 for c in calls), (page, [(c.output, c.status) for c in calls])
