@@ -19,7 +19,8 @@ and keeps its traceback.
     │   │   └── PayloadTooLarge
     │   ├── BatchError        an agent batch that is malformed
     │   └── BatchRejected     the store refused a batch's data; resending cannot help
-    ├── QueryError            a user's query was refused or failed
+    ├── QueryError            a user's query failed
+    │   └── QueryRefused      the query policy (ingest/sqlguard.py) refuses a statement
     ├── TelemetryError        a telemetry source cannot be used
     │   ├── NvmlUnavailable   no NVIDIA driver / NVML on this machine
     │   ├── UnknownLabel      a label key the sampler does not know
@@ -117,6 +118,10 @@ class BatchRejected(InputError):
 
 class QueryError(GpuledgerError):
     pass
+
+
+class QueryRefused(QueryError):
+    """A statement the query policy does not allow a reader or an admin to run (says which part, why)."""
 
 
 class TelemetryError(GpuledgerError):

@@ -28,7 +28,8 @@ def add_commands(sub) -> None:
     p = sub.add_parser("query", help="run SQL against the store and print the result")
     p.add_argument("sql")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    p.add_argument("--write", action="store_true", help="allow statements that change the store")
+    p.add_argument("--write", action="store_true",
+                   help="allow statements that change the store's tables (never files, URLs or other servers)")
     p.set_defaults(func=cmd_query)
 
     p = sub.add_parser("rollup", help="derive rollups, idle windows, costs, spend and findings (backfill)")
@@ -67,11 +68,13 @@ def cmd_ingest_billing(args, cfg) -> int:
 
 def cmd_query(args, cfg) -> int:
     from gpuledger.cli.output import render
+    from ingest.sqlguard import ADMIN, READER, check_query
 
     store = open_store(cfg, args.store)
+    canonical = check_query(store, args.sql, ADMIN if args.write else READER)
     runner = store if args.write else store.read_only()
-    try:
-        result = runner.client.query(args.sql)
+    try:   # a reader runs what was checked; an admin its own text (an INSERT's inline rows are not in the canonical one)
+        result = runner.client.query(args.sql if args.write else canonical)
     except Exception as exc:
         text = str(exc)
         if "READONLY" in text or "readonly mode" in text:
