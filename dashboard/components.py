@@ -153,4 +153,18 @@ def register_csv(page_name: str, sources: dict, context: str = "") -> None:
         f = state.filters_from_data(data)
         df = sources[trigger["name"]](state.get().store, f, *more)
         name = f"gpuledger-{page_name}-{trigger['name']}-{f.start}-{f.end - timedelta(days=1)}.csv"
-        return dcc.send_data_frame(df.to_csv, name, index=False)
+        return dcc.send_string(csv_text(df), name)
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(df: pd.DataFrame) -> str:
+    """``df`` as CSV that a spreadsheet opens as data (every download goes through here): a text
+    cell starting with ``= + - @``, tab or carriage return (OWASP's CSV injection list) gets a
+    leading ``'`` so it stays text; numeric columns are written as they are (-3.5 stays a number).
+    Lines end in CRLF (RFC 4180), so a cell holding a lone CR or LF is quoted, never a new row."""
+    def cell(value):
+        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_START) else value
+    return df.apply(lambda column: column if pd.api.types.is_numeric_dtype(column) else column.map(cell)) \
+        .to_csv(index=False, lineterminator="\r\n")

@@ -87,3 +87,15 @@ def silences(data, _create, _expire, matchers, duration, comment, expire_id):
     active = [] if table.empty else [{"label": f"{r['id']} ({r['matchers']})", "value": r["id"]}
                                      for _, r in table.iterrows() if r["state"] != "expired"]
     return message, c.table(table, SILENCE_COLUMNS, "alert_silences", state.filters_from_data(data), "silences"), active
+
+
+def _in_state(name):
+    """The CSV behind a card of current alerts: those in state ``name``."""
+    def load(store, f):
+        current = queries.alerts(store, f)
+        return current[current["state"] == name] if not current.empty else current
+    return load
+
+
+c.register_csv(PAGE, {"firing": _in_state("firing"), "pending": _in_state("pending"),
+                      "resolved": _in_state("resolved"), "history": queries.alert_history})

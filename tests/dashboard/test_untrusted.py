@@ -170,3 +170,65 @@ def test_absurd_filter_data_sent_to_every_callback_is_not_a_500(hostile, data):
     for page in PAGES:
         calls = call_page(hostile.client, page, data)
         assert calls and all(c.status == 200 for c in calls), (page, [(c.output, c.status) for c in calls])
+
+
+# ---- CSV downloads ----------------------------------------------------------------------------
+
+def downloads(hostile) -> list[tuple[str, dict, list[list[str]]]]:
+    """(page, CSV button id, rows) of every CSV button on every page, clicked over HTTP."""
+    deps = hostile.client.get("/_dash-dependencies").get_json()
+    out = []
+    for page, path in PAGES.items():
+        layout = call_router(hostile.client, path, "").response
+        buttons = []
+        _walk_ids(layout, lambda i: buttons.append(i) if isinstance(i, dict) and i.get("type") == "gl-csv" else None)
+        dep = next((d for d in deps if d["output"] == f"{ids.download(page)}.data"), None)
+        assert bool(buttons) == bool(dep), page
+        states = {ids.filters(page): default_filters(), ids.IDLE_FOCUS: {}}
+        for button in buttons:
+            key = json.dumps(button, separators=(",", ":"), sort_keys=True)
+            body = {"output": dep["output"], "outputs": {"id": ids.download(page), "property": "data"},
+                    "inputs": [[{"id": b, "property": "n_clicks", "value": int(b == button)} for b in buttons]],
+                    "changedPropIds": [f"{key}.n_clicks"],
+                    "state": [{**s, "value": states[s["id"]]} for s in dep["state"]]}
+            response = requests.post(hostile.url + "/_dash-update-component", json=body, timeout=60)
+            assert response.status_code == 200, (page, button)
+            sent = response.json()["response"][ids.download(page)]["data"]
+            assert sent["filename"].endswith(".csv") and not sent["base64"]
+            out.append((page, button, list(csv.reader(io.StringIO(sent["content"], newline="")))))
+    return out
+
+
+def _walk_ids(node, visit):
+    if isinstance(node, dict):
+        if "id" in node:
+            visit(node["id"])
+        for v in node.values():
+            _walk_ids(v, visit)
+    elif isinstance(node, list):
+        for v in node:
+            _walk_ids(v, visit)
+
+
+def is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def test_every_csv_download_neutralises_formulas_and_keeps_numbers(hostile):
+    got = downloads(hostile)
+    assert len(got) == 24                       # every CSV button of every page
+    cells = [cell for _, _, rows in got for row in rows[1:] for cell in row]
+    bad = {(page, b["name"], cell[:30]) for page, b, rows in got for row in rows[1:] for cell in row
+           if cell.startswith(DANGEROUS) and not is_number(cell)}
+    assert not bad
+    for value in HOSTILE.values():
+        assert "'" + value in cells, value
+    empty = " ".join(f"{p}:{b['name']}" for p, b, rows in got if len(rows) < 2)
+    assert empty == "utilization:mig placement:recommendations alerts:pending alerts:resolved"       # nothing planted there
+    spend = next(rows for page, b, rows in got if (page, b["name"]) == ("spend", "by-team"))
+    cost = spend[0].index("cost_usd")
+    assert ["'" + FORMULA, "aws", "cloud_other", "-3.5"] in [r[:3] + [r[cost]] for r in spend]   # a credit: a number
