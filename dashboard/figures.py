@@ -4,8 +4,16 @@ Figures are plain Plotly figure dicts ({"data": [...], "layout": {...}}, what dc
 to plotly.js) rather than plotly.graph_objects: building and validating graph objects — above
 all deep-copying the template into every figure — cost 10–40 ms a figure, a good part of a
 page's server time. The template is serialised once, here.
+
+Every name from data (teams, pools, hosts, owners) reaches a figure through ``label``: plotly.js
+renders a subset of HTML in trace names, tick labels and hover text, so a team called
+``<a href=…>`` would be a link; ``label`` escapes ``<``, ``>`` and ``&`` (plotly.js shows the
+entities as the characters) and shortens names to ``MAX_LABEL`` characters. Legends whose entries
+come from data show the ``MAX_LEGEND`` largest and sum the rest into "other".
 """
 from __future__ import annotations
+
+import html
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -17,6 +25,24 @@ TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
 VIRIDIS = [list(stop) for stop in go.Heatmap(colorscale="Viridis").colorscale]   # as plotly.py expands it
 LAYOUT = {"margin": {"l": 10, "r": 10, "t": 30, "b": 10}, "template": TEMPLATE, "legend": {"title": {"text": ""}},
           "font": {"family": "system-ui, sans-serif", "size": 12}}
+MAX_LABEL = 60      # characters of a name shown in a chart; longer ones end in "…"
+MAX_LEGEND = 20     # legend entries from data; the rest are summed into OTHER
+OTHER = "other"
+
+
+def label(value) -> str:
+    """A name from data as a chart shows it: shortened to MAX_LABEL characters, HTML-escaped."""
+    text = str(value)
+    return html.escape(text if len(text) <= MAX_LABEL else text[:MAX_LABEL - 1] + "…", quote=False)
+
+
+def _top(df: pd.DataFrame, key: str, by: str, keep: list[str]) -> pd.DataFrame:
+    """``df`` with ``key`` outside the MAX_LEGEND largest (by the sum of ``by``) renamed OTHER and
+    summed per ``keep`` columns, so a legend of ``key`` has at most MAX_LEGEND + 1 entries."""
+    if df[key].nunique() <= MAX_LEGEND:
+        return df
+    top = df.groupby(key)[by].sum().abs().nlargest(MAX_LEGEND).index
+    return df.assign(**{key: df[key].where(df[key].isin(top), OTHER)}).groupby([*keep, key], as_index=False)[by].sum()
 
 
 def _figure(data: list[dict], height: int = 360, **layout) -> dict:
@@ -28,13 +54,16 @@ def _title(text: str) -> dict:
 
 
 def _values(series: pd.Series):
+    """A column for a trace: text (names from data) through ``label``, numbers and times as they are."""
+    if pd.api.types.is_object_dtype(series) or pd.api.types.is_string_dtype(series):
+        return series.map(label).to_numpy()
     return series.to_numpy()
 
 
 def _bar(name, x, y, color=None, **bar) -> dict:
     trace = {"type": "bar", "x": _values(x), "y": _values(y), **bar}
     if name is not None:
-        trace["name"] = name
+        trace["name"] = label(name)
     if color is not None:
         trace["marker"] = {"color": color}
     return trace
@@ -42,7 +71,7 @@ def _bar(name, x, y, color=None, **bar) -> dict:
 
 def _bars(df: pd.DataFrame, x: str, y: str, color: str, colors: dict | None = None, **bar) -> list[dict]:
     """One trace per value of ``color``."""
-    return [_bar(str(key), part[x], part[y], (colors or {}).get(key), **bar)
+    return [_bar(key, part[x], part[y], (colors or {}).get(key), **bar)
             for key, part in df.groupby(color, sort=True)]
 
 
@@ -53,30 +82,30 @@ def _heatmap(grid: pd.DataFrame, y: list) -> dict:
 
 
 def fleet_gpus(df: pd.DataFrame) -> dict:
-    return _figure(_bars(df, "environment", "gpus", "pool"), 300, barmode="stack", yaxis=_title("GPUs"))
+    return _figure(_bars(_top(df, "pool", "gpus", ["environment"]), "environment", "gpus", "pool"), 300, barmode="stack", yaxis=_title("GPUs"))
 
 
 def util_heatmap_pools(df: pd.DataFrame) -> dict:
     rows = df.assign(row=df["environment"] + " · " + df["pool"])
     grid = rows.pivot_table(index="row", columns="t", values="utilization_pct", aggfunc="first")
-    return _figure([_heatmap(grid, list(grid.index))], max(260, 28 * len(grid) + 80))
+    return _figure([_heatmap(grid, [label(r) for r in grid.index])], max(260, 28 * len(grid) + 80))
 
 
 def util_heatmap_gpus(df: pd.DataFrame) -> dict:
     """Rows are GPUs, each MIG instance right under its GPU ("└ MIG 3")."""
     short = df["gpu_uuid"].str.slice(0, 12)
-    label = df["host"] + " " + short
-    df = df.assign(row=label.where(df["mig_instance"] == "", "   └ " + short + " MIG " + df["mig_instance"]),
+    name = df["host"] + " " + short
+    df = df.assign(row=name.where(df["mig_instance"] == "", "   └ " + short + " MIG " + df["mig_instance"]),
                    order=df["pool"] + "|" + df["host"] + "|" + df["gpu_uuid"] + "|"
                    + df["mig_instance"].str.zfill(4))
     order = df.drop_duplicates("order").sort_values("order")
     grid = df.pivot_table(index="order", columns="t", values="utilization_pct", aggfunc="first").loc[order["order"]]
-    return _figure([_heatmap(grid, list(order["row"]))], max(300, 16 * len(grid) + 80),
+    return _figure([_heatmap(grid, [label(r) for r in order["row"]])], max(300, 16 * len(grid) + 80),
                    yaxis={"autorange": "reversed"})
 
 
 def util_distribution(df: pd.DataFrame) -> dict:
-    traces = [{"type": "box", "name": env, "x": _values(part["team"]), "q1": _values(part["q1_pct"]),
+    traces = [{"type": "box", "name": label(env), "x": _values(part["team"]), "q1": _values(part["q1_pct"]),
                "median": _values(part["median_pct"]), "q3": _values(part["q3_pct"]),
                "lowerfence": _values(part["min_pct"]), "upperfence": _values(part["max_pct"]),
                "marker": {"color": ENV_COLORS.get(env)}}
@@ -92,7 +121,7 @@ def idle_timeline(df: pd.DataFrame) -> dict:
                      ms=(pd.to_datetime(df["end"]) - pd.to_datetime(df["start"])).dt.total_seconds() * 1000,
                      owner=df["team"] + " " + df["user"] + " " + df["job_id"])
     traces = [_bar(kind, part["ms"], part["gpu"], KIND_COLORS.get(kind), base=_values(part["start"]),
-                   orientation="h", customdata=part[["owner", "cost_usd"]].to_numpy(),
+                   orientation="h", customdata=list(zip(_values(part["owner"]), _values(part["cost_usd"]))),
                    hovertemplate="%{y}<br>%{base} + %{x:,.0f} ms<br>%{customdata[0]}<br>$%{customdata[1]:.2f}"
                                  "<extra>%{fullData.name}</extra>")
               for kind, part in rows.groupby("kind", sort=True)]
@@ -115,15 +144,15 @@ def waste_by_team(df: pd.DataFrame) -> dict:
 
 
 def spend_by_team(df: pd.DataFrame) -> dict:
-    rows = df.assign(part=df["environment"] + " · " + df["cost_kind"])
+    rows = _top(df.assign(part=df["environment"] + " · " + df["cost_kind"]), "part", "cost_usd", ["team"])
     return _figure(_bars(rows, "team", "cost_usd", "part"), 380, barmode="stack", yaxis=_title("USD"),
                    xaxis={"categoryorder": "total descending"})
 
 
 def spend_trend(df: pd.DataFrame) -> dict:
-    traces = [{"type": "scatter", "name": team, "x": _values(part["day"]), "y": _values(part["cost_usd"]),
+    traces = [{"type": "scatter", "name": label(team), "x": _values(part["day"]), "y": _values(part["cost_usd"]),
                "mode": "lines", "stackgroup": "spend"}
-              for team, part in df.groupby("team", sort=True)]
+              for team, part in _top(df, "team", "cost_usd", ["day"]).groupby("team", sort=True)]
     return _figure(traces, 320, yaxis=_title("USD per day"))
 
 

@@ -232,3 +232,42 @@ def test_every_csv_download_neutralises_formulas_and_keeps_numbers(hostile):
     spend = next(rows for page, b, rows in got if (page, b["name"]) == ("spend", "by-team"))
     cost = spend[0].index("cost_usd")
     assert ["'" + FORMULA, "aws", "cloud_other", "-3.5"] in [r[:3] + [r[cost]] for r in spend]   # a credit: a number
+
+
+# ---- names in charts ----------------------------------------------------------------------------
+
+def graphs(node) -> list[dict]:
+    """Every dcc.Graph figure in a callback response."""
+    found = []
+    _walk(node, lambda n: found.append(n["props"]["figure"]) if n.get("type") == "Graph" else None)
+    return found
+
+
+def _walk(node, visit):
+    if isinstance(node, dict):
+        if "props" in node:
+            visit(node)
+        for v in node.values():
+            _walk(v, visit)
+    elif isinstance(node, list):
+        for v in node:
+            _walk(v, visit)
+
+
+def test_names_in_charts_are_escaped_short_and_legends_bounded(hostile):
+    figures = []
+    for page in PAGES:
+        for rows in ("pool", "gpu"):
+            for got in call_page(hostile.client, page, default_filters()) if rows == "pool" else \
+                    [call(hostile.client, page, d, default_filters(), {ids.UTIL_ROWS: "gpu"})
+                     for d in page_callbacks(hostile.client, page) if page == "utilization"]:
+                assert got.status == 200
+                figures += graphs(got.response)
+    assert len(figures) >= 15
+    text = json.dumps(figures, ensure_ascii=False)
+    assert "<a" not in text and "&lt;a href=\\\"http://evil\\\"&gt;x&lt;/a&gt;" in text
+    assert LONG not in text and "L" * 59 + "…" in text
+    names = [len([t for t in fig["data"] if t.get("name")]) for fig in figures]
+    assert max(names) <= 21                                      # 20 largest + "other"
+    trend = next(f for f in figures if any(t.get("stackgroup") == "spend" for t in f["data"]))
+    assert "other" in [t["name"] for t in trend["data"]]
