@@ -11,6 +11,7 @@ from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 
 from dashboard import ids, queries, state
 from dashboard.filters import PRESET_LABELS, Filters
+from dashboard.figures import short
 
 GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -18,13 +19,17 @@ GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
 def page(name: str, title: str, f: Filters, body: list, lead: str = "", notes: tuple[str, ...] = ()) -> html.Div:
     """A page: its title, the filter bar, notes about ignored filter values (and the page's own
     ``notes`` about its own URL parameters), its body."""
-    envs, teams = queries.filter_options(state.get().store)
+    options = queries.filter_options(state.get().store)
+    bounded = tuple(f"Only the {len(values)} {what} with the most spend of {seen} are listed; name another "
+                    f"in the URL ({kind}=…)." for kind, what in (("env", "environments"), ("team", "teams"))
+                    for values, seen in [options[kind]] if seen > len(values))
     return html.Div(className="page", id=f"page-{name}", children=[
         dcc.Store(id=ids.filters(name), data=f.to_data()),
         dcc.Download(id=ids.download(name)),
         html.Div(className="page-head", children=[html.H1(title), html.P(lead, className="lead") if lead else None]),
-        filter_bar(name, f, envs, teams),
-        html.Div(id=ids.notes(name), className="notes", children=[html.P(n, className="note") for n in (*f.notes, *notes)]),
+        filter_bar(name, f, options["env"][0], options["team"][0]),
+        html.Div(id=ids.notes(name), className="notes",
+                 children=[html.P(n, className="note") for n in (*f.notes, *notes, *bounded)]),
         html.Div(className="page-body", children=body),
     ])
 
@@ -39,10 +44,10 @@ def filter_bar(page_name: str, f: Filters, envs: list[str], teams: list[str]) ->
         _labelled("Time range", dcc.Dropdown(id=ids.filter_control("range", page_name), options=ranges,
                                              value=f.preset or "custom", clearable=False, searchable=False)),
         _labelled("Environment", dcc.Dropdown(id=ids.filter_control("env", page_name), multi=True,
-                                              options=[{"label": e, "value": e} for e in env_options],
+                                              options=[{"label": short(e), "value": e} for e in env_options],
                                               value=list(f.envs), placeholder="All environments")),
         _labelled("Team", dcc.Dropdown(id=ids.filter_control("team", page_name), multi=True,
-                                       options=[{"label": t, "value": t} for t in team_options],
+                                       options=[{"label": short(t), "value": t} for t in team_options],
                                        value=list(f.teams), placeholder="All teams")),
     ])
 
@@ -116,7 +121,7 @@ def fmt(value) -> str:
         return "yes" if value else "no"
     if isinstance(value, (float, np.floating)):
         return f"{value:,.2f}"
-    return str(value)
+    return short(str(value), 240)
 
 
 def _cell_class(value) -> str | None:

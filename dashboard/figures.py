@@ -30,10 +30,14 @@ MAX_LEGEND = 20     # legend entries from data; the rest are summed into OTHER
 OTHER = "other"
 
 
+def short(text: str, limit: int = MAX_LABEL) -> str:
+    """A name from data as a label or table cell shows it: at most ``limit`` characters, then "…"."""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def label(value) -> str:
-    """A name from data as a chart shows it: shortened to MAX_LABEL characters, HTML-escaped."""
-    text = str(value)
-    return html.escape(text if len(text) <= MAX_LABEL else text[:MAX_LABEL - 1] + "…", quote=False)
+    """A name from data as a chart shows it: shortened, HTML-escaped."""
+    return html.escape(short(str(value)), quote=False)
 
 
 def _top(df: pd.DataFrame, key: str, by: str, keep: list[str]) -> pd.DataFrame:

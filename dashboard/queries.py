@@ -15,7 +15,7 @@ from datetime import datetime
 import pandas as pd
 
 from base.sqlfiles import sql as sql_text
-from dashboard.filters import Filters
+from dashboard.filters import MAX_VALUE, Filters
 from dashboard.focus import NO_FOCUS, Focus
 
 # What "no data yet" means for each source: the table that is empty before anything is derived.
@@ -189,12 +189,17 @@ def has_data(store, source: str) -> bool:
     return bool(_cached(("has", id(store), source), lambda: store.rows(f"SELECT 1 FROM {source} LIMIT 1")))
 
 
-def filter_options(store) -> tuple[list[str], list[str]]:
-    """(environments, teams) seen in the spend table, for the filter bar."""
+MAX_OPTIONS = 200      # choices of a filter-bar dropdown built from data
+
+
+def filter_options(store) -> dict[str, tuple[list[str], int]]:
+    """The filter bar's choices from the spend table: {"env"|"team": (at most MAX_OPTIONS values,
+    most spend first, sorted; how many there are)}; names over MAX_VALUE characters left out."""
     def load():
-        rows = store.rows("SELECT groupUniqArray(environment), groupUniqArray(team) FROM team_spend_day")
-        envs, teams = rows[0] if rows else ([], [])
-        return sorted(envs), sorted(teams)
+        df = store.query_df(sql_text("queries/filter_options"), {"max_options": MAX_OPTIONS, "max_chars": MAX_VALUE})
+        return {kind: (df.loc[df["kind"] == kind, "value"].tolist(),
+                       int(df.loc[df["kind"] == kind, "seen"].max()) if (df["kind"] == kind).any() else 0)
+                for kind in ("env", "team")}
     return _cached(("options", id(store)), load)
 
 

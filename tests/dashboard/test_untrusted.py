@@ -271,3 +271,21 @@ def test_names_in_charts_are_escaped_short_and_legends_bounded(hostile):
     assert max(names) <= 21                                      # 20 largest + "other"
     trend = next(f for f in figures if any(t.get("stackgroup") == "spend" for t in f["data"]))
     assert "other" in [t["name"] for t in trend["data"]]
+
+
+# ---- what pages build from data -----------------------------------------------------------------
+
+def test_options_and_payloads_are_bounded_with_a_note(hostile):
+    sizes = {}
+    for page, path in PAGES.items():
+        routed = call_router(hostile.client, path, "")
+        assert routed.status == 200
+        sizes[path] = len(json.dumps(routed.response))
+        team = find(routed.response, ids.filter_control("team", page))
+        values = [o["value"] for o in team["options"]]
+        assert len(values) == 200 and LONG not in values and max(len(o["label"]) for o in team["options"]) <= 60
+        assert "Only the 200 teams with the most spend of 304 are listed" in texts(find(routed.response, ids.notes(page)))
+        for got in call_page(hostile.client, page, default_filters()):
+            sizes[got.output] = len(json.dumps(got.response))
+    print(sorted(sizes.items(), key=lambda kv: -kv[1])[:5])
+    assert max(sizes.values()) < 200_000, sizes
