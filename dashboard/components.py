@@ -134,6 +134,16 @@ def money(value) -> str:
     return f"${value:,.0f}" if abs(value) >= 100 else f"${value:,.2f}"
 
 
+def currency_note(other: pd.DataFrame) -> html.P | None:
+    """What spend in other currencies the USD figures leave out, or None if there is none."""
+    if other.empty:
+        return None
+    parts = ", ".join(f"{short(str(r['currency']), 8)} {r['amount']:,.2f} ({r['rows']:,} row{'s' * (r['rows'] != 1)})"
+                      for r in other.to_dict("records"))
+    return html.P(f"Not included in the USD totals (no exchange rates are applied): spend in other currencies, "
+                  f"{parts}.", className="note currency")
+
+
 def tile(title: str, value: str, detail: str, href: str, tile_id: str, tone: str = "") -> dcc.Link:
     return dcc.Link(href=href, id=tile_id, className=f"tile {tone}".strip(), children=[
         html.Div(title, className="tile-title"), html.Div(value, className="tile-value"),

@@ -122,6 +122,11 @@ def spend_by_team(store, f: Filters) -> pd.DataFrame:
     return run(store, "spend_by_team", f)
 
 
+def other_currencies(store, f: Filters) -> pd.DataFrame:
+    """Spend not in USD (currency, amount, rows): never in the USD figures, never converted."""
+    return run(store, "other_currencies", f)
+
+
 def spend_trend(store, f: Filters) -> pd.DataFrame:
     return run(store, "spend_trend", f)
 

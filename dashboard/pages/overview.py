@@ -14,19 +14,21 @@ dash.register_page(__name__, path="/", name="Overview", title="Overview · gpule
 def layout(**query):
     f = state.filters_from_url(query)
     return c.page(PAGE, "Fleet overview", f, [
+        html.Div(id=ids.part(PAGE, "currencies"), className="notes"),
         html.Div(id=ids.part(PAGE, "tiles"), className="tiles"),
         c.card(PAGE, "fleet", "GPUs by environment and pool"),
     ])
 
 
 @callback(Output(ids.part(PAGE, "tiles"), "children"), Output(ids.part(PAGE, "fleet"), "children"),
-          Input(ids.filters(PAGE), "data"))
+          Output(ids.part(PAGE, "currencies"), "children"), Input(ids.filters(PAGE), "data"))
 def render(data):
     f, store = state.filters_from_data(data), state.get().store
     fleet = queries.fleet(store, f)
     tiles = overview_tiles(f, fleet, queries.waste_month(store, f), queries.budget(store, f),
                            queries.coverage(store, f), queries.alert_counts(store, f), queries.findings(store, f))
-    return tiles, c.chart(fleet, "gpu_cost_day", f, figures.fleet_gpus, "GPUs")
+    return (tiles, c.chart(fleet, "gpu_cost_day", f, figures.fleet_gpus, "GPUs"),
+            c.currency_note(queries.other_currencies(store, f)))
 
 
 def overview_tiles(f, fleet, waste, budget, coverage, alerts, findings) -> list:
@@ -52,7 +54,8 @@ def overview_tiles(f, fleet, waste, budget, coverage, alerts, findings) -> list:
     if budget.empty:
         spend = tile("spend", "Spend this month", "–", "no spend recorded this month", "spend", "muted")
     else:
-        over = budget[budget["forecast_over_budget"].astype(bool)]["team"].tolist()
+        over = [c.short(t, 40) for t in budget[budget["forecast_over_budget"].astype(bool)]["team"]]
+        over = over[:5] + ([f"{len(over) - 5} more"] if len(over) > 5 else [])
         spend = tile("spend", "Spend this month", c.money(budget["spend_mtd_usd"].sum()),
                      f"budget {c.money(budget['budget_usd'].fillna(0).sum())} · forecast "
                      f"{c.money(budget['forecast_usd'].sum())}" + (f" · over: {', '.join(over)}" if over else ""),

@@ -19,6 +19,7 @@ UNALLOCATED_COLUMNS = {"what": "what", "environment": "environment", "pool": "po
 def layout(**query):
     f = state.filters_from_url(query)
     return c.page(PAGE, "Spend", f, [
+        html.Div(id=ids.part(PAGE, "currencies"), className="notes"),
         c.card(PAGE, "by-team", "Spend per team, by environment and cost kind"),
         c.card(PAGE, "trend", "Spend per day"),
         c.card(PAGE, "budget", "This month: spend, forecast and budget",
@@ -30,7 +31,7 @@ def layout(**query):
 
 @callback(Output(ids.part(PAGE, "by-team"), "children"), Output(ids.part(PAGE, "trend"), "children"),
           Output(ids.part(PAGE, "budget"), "children"), Output(ids.part(PAGE, "unallocated"), "children"),
-          Input(ids.filters(PAGE), "data"))
+          Output(ids.part(PAGE, "currencies"), "children"), Input(ids.filters(PAGE), "data"))
 def render(data):
     f, store = state.filters_from_data(data), state.get().store
     budget = queries.budget(store, f)
@@ -41,7 +42,8 @@ def render(data):
             c.chart(queries.spend_trend(store, f), "team_spend_day", f, figures.spend_trend, "spend"),
             c.chart_table(budget, "team_spend_day", f, figures.budget, BUDGET_COLUMNS, "spend this month"),
             [total, *c.chart_table(unallocated, "team_spend_day", f, figures.unallocated, UNALLOCATED_COLUMNS,
-                                  "unallocated spend", max_rows=20)])
+                                  "unallocated spend", max_rows=20)],
+            c.currency_note(queries.other_currencies(store, f)))
 
 
 c.register_csv(PAGE, {"by-team": queries.spend_by_team, "trend": queries.spend_trend,

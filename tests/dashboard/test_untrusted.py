@@ -289,3 +289,14 @@ def test_options_and_payloads_are_bounded_with_a_note(hostile):
             sizes[got.output] = len(json.dumps(got.response))
     print(sorted(sizes.items(), key=lambda kv: -kv[1])[:5])
     assert max(sizes.values()) < 200_000, sizes
+
+
+# ---- currencies ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("page", ["overview", "spend"])
+def test_spend_in_another_currency_is_shown_apart_never_added(hostile, page):
+    note = "Not included in the USD totals (no exchange rates are applied): spend in other currencies, EUR 1,234.50 (1 row)."
+    shown = texts([c.response for c in call_page(hostile.client, page, default_filters())])
+    assert note in shown and "1,234" not in shown.replace(note, "")
+    aws_only = parse({"env": "aws"}, datetime.now(timezone.utc).date()).to_data()
+    assert "other currencies" not in texts([c.response for c in call_page(hostile.client, page, aws_only)])
