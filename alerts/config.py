@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import urlsplit
 
 from alerts.builtin import BUILTIN_RULES
 from alerts.durations import parse_duration
@@ -28,6 +29,22 @@ def _bad_duration(value) -> bool:
 
 
 _DURATION = "a duration like 30s, 15m, 4h or 7d"
+
+
+def url_problem(url: str) -> str:
+    """What is wrong with a channel's URL ("" if nothing), never quoting it (it may be a secret)."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https"):
+        return f"has scheme {parts.scheme!r}" if parts.scheme else "has no scheme"
+    if not parts.hostname:
+        return "names no host"
+    try:
+        port = parts.port
+    except ValueError:
+        return "has a port that is not a number from 1 to 65535"
+    if port == 0:
+        return "has port 0"
+    return ""
 
 
 @dataclass
@@ -102,6 +119,13 @@ class ChannelConfig:
     email_to: list[str] = field(default_factory=list)
 
     def validate(self):
+        for key in ("url", "endpoint"):
+            value = getattr(self, key)
+            problem = url_problem(value.get() if isinstance(value, Secret) else value) if value else ""
+            if problem:
+                return key, f"an http(s)://host[:port]/path URL; this one {problem}"
+        if not 0 <= self.smtp_port <= 65535:
+            return "smtp_port", "a TCP port from 1 to 65535 (0: the default for smtp_security)"
         if self.type == "slack" and not self.url:
             return "url", 'the Slack incoming-webhook URL as a secret, { env = "SLACK_WEBHOOK_URL" }'
         if self.type == "webhook" and not (self.url or self.endpoint):

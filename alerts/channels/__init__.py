@@ -1,5 +1,6 @@
-"""Channels: anything with ``name``, ``type`` and ``send(notification)`` that raises
-``DeliveryError`` when the receiver did not take it.
+"""Channels: anything with ``name``, ``type``, ``secrets`` and ``send(notification)`` that raises
+``DeliveryError`` when the receiver did not take it. ``secrets`` are the pieces of its URL,
+headers or password that ``alerts.redact.redact`` takes out of any text about it.
 
 HTTP channels take a ``transport`` (a function from ``Request`` to ``Response``, see ``http``),
 the email channel an ``smtp`` factory, so tests plug in loopback servers or plain functions.
@@ -15,6 +16,7 @@ from alerts.notification import Notification
 class Channel(Protocol):
     name: str
     type: str
+    secrets: tuple[str, ...]
 
     def send(self, notification: Notification) -> None: ...
 
@@ -35,9 +37,11 @@ def build_channels(configs, transport=None, smtp=None) -> dict[str, Channel]:
         if c.type == "slack":
             out[c.name] = SlackChannel(c.name, url, transport=transport, timeout_s=c.timeout_s)
         elif c.type == "webhook":
-            out[c.name] = WebhookChannel(c.name, url, headers=headers, transport=transport, timeout_s=c.timeout_s)
+            out[c.name] = WebhookChannel(c.name, url, headers=headers, transport=transport, timeout_s=c.timeout_s,
+                                         secret_url=bool(c.url))
         elif c.type == "alertmanager":
-            out[c.name] = AlertmanagerChannel(c.name, url, headers=headers, transport=transport, timeout_s=c.timeout_s)
+            out[c.name] = AlertmanagerChannel(c.name, url, headers=headers, transport=transport, timeout_s=c.timeout_s,
+                                              secret_url=bool(c.url))
         elif c.type == "email":
             out[c.name] = EmailChannel(
                 c.name, host=c.smtp_host, port=c.smtp_port, security=c.smtp_security, user=c.smtp_user,

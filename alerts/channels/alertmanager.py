@@ -11,6 +11,7 @@ from datetime import timedelta
 from alerts.channels.http import Transport, post_json, urllib_transport
 from alerts.clock import parse_iso
 from alerts.notification import Notification
+from alerts.redact import secret_parts
 
 DEFAULT_HOLD_S = 4 * 3600.0
 
@@ -35,13 +36,14 @@ class AlertmanagerChannel:
     type = "alertmanager"
 
     def __init__(self, name: str, endpoint: str, *, headers: dict[str, str] | None = None,
-                 transport: Transport = urllib_transport, timeout_s: float = 10.0):
+                 transport: Transport = urllib_transport, timeout_s: float = 10.0, secret_url: bool = False):
         self.name, self._endpoint, self._headers = name, endpoint.rstrip("/"), dict(headers or {})
         self.transport, self.timeout_s = transport, timeout_s
+        self.secrets = secret_parts(endpoint if secret_url else "", self._headers)
 
     def __repr__(self) -> str:
         return f"AlertmanagerChannel({self.name!r})"
 
     def send(self, notification: Notification) -> None:
         post_json(self.transport, self.name, f"{self._endpoint}/api/v2/alerts", alertmanager_payload(notification),
-                  headers=self._headers, timeout_s=self.timeout_s)
+                  headers=self._headers, timeout_s=self.timeout_s, secrets=self.secrets)

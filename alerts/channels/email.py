@@ -5,6 +5,7 @@ implicit TLS (``ssl``) or neither, with AUTH when a user is configured.
 ssl_context)`` returning an ``smtplib.SMTP``-like object — so tests can point it anywhere."""
 from __future__ import annotations
 
+import base64
 import html
 import smtplib
 import ssl
@@ -12,6 +13,7 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 
 from alerts.notification import Notification
+from alerts.redact import redact
 from base.errors import DeliveryError
 
 DEFAULT_PORTS = {"starttls": 587, "ssl": 465, "none": 25}
@@ -68,6 +70,8 @@ class EmailChannel:
         self.user, self._password = user, password
         self.sender, self.recipients, self.ca_file, self.timeout_s = sender, list(recipients), ca_file, timeout_s
         self.smtp = smtp or open_smtp
+        plain = base64.b64encode(f"\0{user}\0{password}".encode()).decode() if password else ""
+        self.secrets = tuple(s for s in (plain, password) if s)        # AUTH PLAIN, as a server may echo it
 
     def __repr__(self) -> str:
         return f"EmailChannel({self.name!r}, {self.host}:{self.port})"
@@ -93,9 +97,9 @@ class EmailChannel:
             raise DeliveryError(f"{where} refused every recipient: {', '.join(exc.recipients)}", retryable=False) from None
         except smtplib.SMTPResponseException as exc:
             text = exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
-            raise DeliveryError(f"{where} answered {exc.smtp_code} {text[:200]}",
+            raise DeliveryError(f"{where} answered {exc.smtp_code} {redact(text, self.secrets)[:200]}",
                                 retryable=exc.smtp_code < 500) from None
         except (TimeoutError, smtplib.SMTPException, ssl.SSLError, OSError) as exc:
-            raise DeliveryError(f"{where}: {type(exc).__name__}: {str(exc)[:200]}") from None
+            raise DeliveryError(f"{where}: {type(exc).__name__}: {redact(str(exc), self.secrets)[:200]}") from None
         if refused:
             raise DeliveryError(f"{where} refused some recipients: {', '.join(refused)}", retryable=False)

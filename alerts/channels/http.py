@@ -4,10 +4,12 @@
 it, or a plain function. ``post_json`` turns an answer into success or a ``DeliveryError``:
 2xx is success; 429 is ``RateLimited`` with the Retry-After header (seconds or an HTTP date);
 408 and 5xx are retryable; other 4xx are not. Errors name the channel and the receiver's scheme
-and host only, never the URL's path or query (a Slack webhook URL is a secret).
+and host only; whatever else they quote (the receiver's answer, a urllib or http.client error)
+goes through ``alerts.redact.redact`` with every part of the URL and of the secret headers.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -15,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
 
+from alerts.redact import redact, secret_parts, where
 from base.errors import DeliveryError, RateLimited
 
 USER_AGENT = "gpuledger-alerts/0.1"
@@ -51,20 +53,10 @@ def urllib_transport(request: Request) -> Response:
     except urllib.error.HTTPError as exc:
         body = exc.read() if exc.fp else b""
         return Response(exc.code, {k.lower(): v for k, v in (exc.headers or {}).items()}, body)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
         reason = getattr(exc, "reason", exc)
-        raise DeliveryError(f"{where(request.url)} did not answer: {type(reason).__name__}: "
-                            f"{_safe(str(reason), request.url)}") from None
-
-
-def where(url: str) -> str:
-    """``https://hooks.slack.com`` — what may be shown of a URL."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-
-
-def _safe(text: str, url: str) -> str:
-    return text.replace(url, where(url))[:300]
+        text = redact(str(reason), secret_parts(request.url, request.headers))[:300]
+        raise DeliveryError(f"{where(request.url)} did not answer: {type(reason).__name__}: {text}") from None
 
 
 def retry_after(headers: dict[str, str], now: datetime | None = None) -> float | None:
@@ -86,22 +78,25 @@ def retry_after(headers: dict[str, str], now: datetime | None = None) -> float |
 
 
 def post_json(transport: Transport, channel: str, url: str, payload, headers: dict[str, str] | None = None,
-              timeout_s: float = 10.0) -> Response:
+              timeout_s: float = 10.0, secrets: tuple[str, ...] | None = None) -> Response:
+    """POST ``payload``; ``secrets`` (default: every part of ``url`` and ``headers``) are redacted from errors."""
     body = json.dumps(payload).encode()
     request = Request("POST", url, {"Content-Type": "application/json", **(headers or {})}, body, timeout_s)
+    secrets = secret_parts(url, headers) if secrets is None else secrets
     try:
         response = transport(request)
     except DeliveryError as exc:
-        raise DeliveryError(f"channel {channel}: {exc}", retryable=exc.retryable) from None
-    check(response, channel, url)
+        raise DeliveryError(f"channel {channel}: {redact(str(exc), secrets)}", retryable=exc.retryable) from None
+    check(response, channel, url, secrets)
     return response
 
 
-def check(response: Response, channel: str, url: str) -> None:
+def check(response: Response, channel: str, url: str, secrets: tuple[str, ...] = ()) -> None:
     if 200 <= response.status < 300:
         return
-    detail = response.body[:200].decode("utf-8", "replace").strip().replace("\n", " ")
-    detail = _safe(detail, url)
+    # redacted before it is cut, so no piece of a secret survives at the cut
+    detail = redact(response.body[:4096].decode("utf-8", "replace"), secrets or secret_parts(url))
+    detail = " ".join(detail.split())[:200]
     message = f"channel {channel}: {where(url)} answered HTTP {response.status}" + (f": {detail}" if detail else "")
     if response.status == 429:
         raise RateLimited(message, status=429, retry_after=retry_after(response.headers))

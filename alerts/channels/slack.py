@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from alerts.channels.http import Transport, post_json, urllib_transport
 from alerts.notification import Notification
+from alerts.redact import secret_parts
 
 MAX_ALERTS = 20                     # Slack allows 50 blocks; keep the message readable
 EMOJI = {"critical": ":red_circle:", "warning": ":large_orange_circle:", "info": ":large_blue_circle:"}
@@ -38,9 +39,11 @@ class SlackChannel:
 
     def __init__(self, name: str, url: str, *, transport: Transport = urllib_transport, timeout_s: float = 10.0):
         self.name, self._url, self.transport, self.timeout_s = name, url, transport, timeout_s
+        self.secrets = secret_parts(url)
 
     def __repr__(self) -> str:
         return f"SlackChannel({self.name!r})"
 
     def send(self, notification: Notification) -> None:
-        post_json(self.transport, self.name, self._url, slack_payload(notification), timeout_s=self.timeout_s)
+        post_json(self.transport, self.name, self._url, slack_payload(notification), timeout_s=self.timeout_s,
+                  secrets=self.secrets)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from alerts.channels.http import Transport, post_json, urllib_transport
 from alerts.notification import Notification
+from alerts.redact import secret_parts
 
 
 def common(dicts: list[dict[str, str]]) -> dict[str, str]:
@@ -41,13 +42,15 @@ class WebhookChannel:
     type = "webhook"
 
     def __init__(self, name: str, url: str, *, headers: dict[str, str] | None = None,
-                 transport: Transport = urllib_transport, timeout_s: float = 10.0):
+                 transport: Transport = urllib_transport, timeout_s: float = 10.0, secret_url: bool = True):
         self.name, self._url, self._headers = name, url, dict(headers or {})
         self.transport, self.timeout_s = transport, timeout_s
+        self.secrets = secret_parts(url if secret_url else "", self._headers)
 
     def __repr__(self) -> str:
         return f"WebhookChannel({self.name!r})"
 
     def send(self, notification: Notification) -> None:
         post_json(self.transport, self.name, self._url, webhook_payload(notification, self.name),
-                  headers={**self._headers, "Idempotency-Key": notification.key}, timeout_s=self.timeout_s)
+                  headers={**self._headers, "Idempotency-Key": notification.key}, timeout_s=self.timeout_s,
+                  secrets=self.secrets)

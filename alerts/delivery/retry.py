@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -21,6 +22,7 @@ from alerts.clock import Clock
 from alerts.config import DeliveryConfig
 from alerts.durations import parse_duration
 from alerts.outbox import DELIVERED, FAILED, OutboxEntry, due, write
+from alerts.redact import redact
 from base.errors import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -78,13 +80,15 @@ class Deliverer:
             except DeliveryError as exc:
                 error, retryable, status, after = str(exc), exc.retryable, exc.status or 0, exc.retry_after
             except Exception as exc:  # a bug in a channel must not stop delivery to the others
-                log.exception("channel %s raised unexpectedly", entry.channel)
+                log.error("channel %s raised unexpectedly: %s", entry.channel,
+                          redact(traceback.format_exc(), getattr(channel, "secrets", ())))
                 error, retryable, status, after = f"channel {entry.channel}: {type(exc).__name__}: {exc}", True, 0, None
             else:
                 self._attempt(entry, now, True, 0, "", None, started)
                 entry.delivered_at = now
                 self._finish(entry, DELIVERED, "", report)
                 return True
+            error = redact(error, getattr(channel, "secrets", ()))     # whatever the channel let through
             self._attempt(entry, now, False, status, error, after, started)
             entry.last_error = error
             if not retryable:

@@ -123,3 +123,30 @@ def test_bad_alerts_config_names_the_key(text, message):
 def test_missing_secret_variable_is_named_not_shown():
     with pytest.raises(ConfigError, match="environment variable SLACK_URL, which is not set"):
         load('[[alerts.channels]]\nname = "s"\ntype = "slack"\nurl = { env = "SLACK_URL" }\n')
+
+
+@pytest.mark.parametrize("channel, env, message", [
+    ('type = "webhook"\nurl = { env = "HOOK" }', {"HOOK": "https://hooks.example:99999/T0/s3cret"},
+     "key 'alerts.channels[0].url': expected an http(s)://host[:port]/path URL; this one has a port that is not a number"),
+    ('type = "slack"\nurl = { env = "HOOK" }', {"HOOK": "https://hooks.example:abc/services/s3cret"},
+     "key 'alerts.channels[0].url': expected an http(s)://host[:port]/path URL; this one has a port"),
+    ('type = "slack"\nurl = { env = "HOOK" }', {"HOOK": "hooks.slack.com/services/s3cret"},
+     "key 'alerts.channels[0].url': expected an http(s)://host[:port]/path URL; this one has no scheme"),
+    ('type = "webhook"\nendpoint = "https://hooks.example:0/x"', {}, "key 'alerts.channels[0].endpoint': expected an http(s)"),
+    ('type = "alertmanager"\nendpoint = "http://alertmanager:90930"', {}, "key 'alerts.channels[0].endpoint': expected an http(s)"),
+    ('type = "alertmanager"\nendpoint = "ftp://alertmanager:9093"', {}, "this one has scheme 'ftp'"),
+    ('type = "email"\nsmtp_host = "smtp.example"\nsmtp_port = 70000\nemail_from = "a@x"\nemail_to = ["b@x"]', {},
+     "key 'alerts.channels[0].smtp_port': expected a TCP port from 1 to 65535"),
+])
+def test_a_channel_url_that_cannot_work_is_a_config_error(channel, env, message):
+    with pytest.raises(ConfigError) as info:
+        load(f'[[alerts.channels]]\nname = "c"\n{channel}\n', env)
+    assert message in str(info.value) and "s3cret" not in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_good_channel_urls_load():
+    cfg = load('[[alerts.channels]]\nname = "am"\ntype = "alertmanager"\nendpoint = "http://[::1]:9093"\n'
+               '[[alerts.channels]]\nname = "h"\ntype = "webhook"\nurl = { env = "HOOK" }\n',
+               {"HOOK": "https://hooks.example:8443/x?token=1"})
+    assert [c.name for c in cfg.channels] == ["am", "h"]
