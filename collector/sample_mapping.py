@@ -123,6 +123,24 @@ def samples_to_records(samples, mapping: MetricMapping, scrape_ts: datetime,
             for key, acc in groups.items()]
 
 
+def one_per_sample(records: list[GpuSample]) -> list[GpuSample]:
+    """One record per GPU entity and ``ts`` (``IDENTITY_COLUMNS`` + ts), in first-seen order: records
+    of the same sample (a line repeated, series with and without their own timestamp landing on the
+    same time) are merged, a later value winning where it is given (not None, not '')."""
+    out: dict[tuple, GpuSample] = {}
+    for r in records:
+        key = (r.host, r.gpu_uuid, r.mig_instance, r.ts)
+        seen = out.get(key)
+        if seen is None:
+            out[key] = r
+            continue
+        for name in _TYPES:
+            value = getattr(r, name)
+            if value is not None and value != "":
+                setattr(seen, name, value)
+    return list(out.values())
+
+
 def _merge_labels(out: dict, labels: dict, label_cols: dict) -> None:
     for label, value in labels.items():
         col = label_cols.get(label)
@@ -143,17 +161,24 @@ def _finish(acc: dict, ts_ms, scrape_ts: datetime, defaults: dict, source: str) 
         xid = acc.pop("_xid_last_or_zero")
         acc.setdefault("xid_last", int(xid) if xid else None)
     for col, v in acc.items():
-        values[col] = v if v is None else int(round(v)) if col in INT_COLUMNS else float(v)
+        # an infinite value stays a float, for the column check to refuse (never an error here)
+        values[col] = v if v is None else int(round(v)) if col in INT_COLUMNS and math.isfinite(v) else float(v)
     if "gpu_index" in values and isinstance(values["gpu_index"], str):
-        values["gpu_index"] = int(values["gpu_index"] or 0)
+        text = values["gpu_index"].strip()
+        # not a number stays text, for the column check to refuse by row
+        values["gpu_index"] = int(text) if text.lstrip("-").isdigit() else 0 if not text else text
     return GpuSample(**{k: v for k, v in values.items() if k in _TYPES})
 
 
 def _when(ts_seconds, ts_ms, scrape_ts: datetime) -> datetime:
-    if ts_seconds is not None:
-        return _EPOCH + timedelta(milliseconds=round(ts_seconds * 1000))
-    if ts_ms is not None:
-        return _EPOCH + timedelta(milliseconds=ts_ms)
+    try:
+        if ts_seconds is not None:
+            return _EPOCH + timedelta(milliseconds=round(ts_seconds * 1000))
+        if ts_ms is not None:
+            return _EPOCH + timedelta(milliseconds=ts_ms)
+    except OverflowError:      # beyond year 9999: refused as out of range by the column check
+        late = (ts_seconds if ts_seconds is not None else ts_ms) > 0
+        return (datetime.max if late else datetime.min).replace(tzinfo=timezone.utc)
     return scrape_ts
 
 

@@ -1,14 +1,17 @@
 """Finding the first bad row of a file ClickHouse refused, to name it to the operator.
 
 Only runs after a load failed. It reads the file again with every column as text and asks
-ClickHouse which row first fails to convert to the table's type, or first breaks one of the
-table's CHECK constraints.
+ClickHouse which row first fails to convert to the table's type, holds text over its column's
+length limit (``ingest.limits``), or first breaks one of the table's CHECK constraints. The rows
+may also come from a table holding the input as text (``locate_in``: a file sent to a server).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from pathlib import Path
+
+from ingest import limits
 
 CONSTRAINT = re.compile(r"CONSTRAINT (\w+) CHECK (.+?)(?=,\s*(?:CONSTRAINT|INDEX|PROJECTION)\b|\)\s*ENGINE)", re.S)
 
@@ -42,6 +45,15 @@ def locate(store, table: str, path: Path, fmt: str, columns: Sequence[str], type
     """(row, column, reason) of the first bad row, 1-based over data rows; None if none is found."""
     source = "file({path:String}, {fmt:String}, {structure:String})"
     params = {"path": str(path.resolve()), "fmt": fmt, "structure": ", ".join(f"`{c}` Nullable(String)" for c in columns)}
+    return _locate(store, table, source, params, columns, types)
+
+
+def locate_in(store, table: str, text_table: str, columns: Sequence[str], types: dict[str, str]) -> tuple[int, str, str] | None:
+    """``locate`` over the rows of ``text_table`` (in the order they were inserted)."""
+    return _locate(store, table, f"`{text_table}`", {}, columns, types)
+
+
+def _locate(store, table, source, params, columns, types):
     settings = {"max_threads": 1, "input_format_parallel_parsing": 0}
     return _first_unparseable(store, source, params, settings, columns, types) or _first_breaking(
         store, table, source, params, settings, columns, types
@@ -67,8 +79,9 @@ def _first_breaking(store, table, source, params, settings, columns, types):
 
 def _first_unparseable(store, source, params, settings, columns, types):
     checks = [
-        (c, f"`{c}` IS NOT NULL AND `{c}` != '' AND {cast_expr(c, types[c])} IS NULL")
-        for c in columns if base_type(types[c]) != "String"
+        (c, f"length(ifNull(`{c}`, '')) > {limits.max_bytes(c)}") if base_type(types[c]) == "String" else
+        (c, f"`{c}` IS NOT NULL AND toString(`{c}`) != '' AND {cast_expr(c, types[c])} IS NULL")
+        for c in columns
     ]
     if not checks:
         return None
@@ -81,6 +94,12 @@ def _first_unparseable(store, source, params, settings, columns, types):
     if not rows:
         return None
     row, column = int(rows[0][0]), rows[0][1]
+    if base_type(types[column]) == "String":
+        size = store.client.query(
+            f"SELECT length(`{column}`) FROM (SELECT rowNumberInAllBlocks() + 1 AS row, `{column}` FROM {source}) "
+            "WHERE row = {r:UInt64}", parameters=params | {"r": row}, settings=settings,
+        ).result_rows[0][0]
+        return row, column, f"{size:,} bytes, over the {limits.max_bytes(column):,}-byte limit of {column}"
     value = store.client.query(
         f"SELECT `{column}` FROM (SELECT rowNumberInAllBlocks() + 1 AS row, `{column}` FROM {source}) WHERE row = {{r:UInt64}}",
         parameters=params | {"r": row}, settings=settings,

@@ -17,8 +17,9 @@ insert deduplication token, so an agent re-sending a batch after a crash stores 
 
 Values are checked against the column types before they are inserted
 (``ingest.writer.insert_valid``): a row (one GPU entity at one time) holding a value its column
-cannot take — a negative byte count, an XID above 2^32-1, ``gpu="-1"``, a NaN time — is refused
-by itself, the other rows of the request are stored, and the answer is 400 with a JSON body
+cannot take — a negative byte count, an XID above 2^32-1, ``gpu="-1"``, a NaN time, a ``ts``
+before 2000-01-01 or more than 1 day ahead of now, a label over 256 bytes or an id (GPU uuid,
+pod, ...) over 2048 (``ingest.limits``) — is refused by itself, the other rows of the request are stored, and the answer is 400 with a JSON body
 naming what was stored and refused (``stored``, ``refused``, ``problems``). Prometheus and the
 agent drop a request answered 4xx instead of retrying it, which is right: its good part is
 already stored, and its bad part would be refused again.
@@ -50,7 +51,7 @@ from collector.batches import BATCH_PATH, Batch
 from collector.dcgm import GPULEDGER
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
 from collector.remote_write import PayloadTooLarge, RemoteWriteError, decode
-from collector.sample_mapping import samples_to_records
+from collector.sample_mapping import one_per_sample, samples_to_records
 from ingest.telemetry_config import ReceiverConfig
 from ingest.writer import RowProblem, insert_valid, is_data_error
 
@@ -119,15 +120,15 @@ class Receiver:
             defaults["environment"] = self.config.environment
         received = datetime.fromtimestamp(self.clock(), timezone.utc)
         # one row per GPU entity and sample time: a round scraped twice is sent twice
-        records = list({(r.host, r.gpu_uuid, r.mig_instance, r.ts): r for r in samples_to_records(
-            samples, self.mapping, received, defaults, "remote_write") if r.host and r.gpu_uuid}.values())
+        records = one_per_sample([r for r in samples_to_records(
+            samples, self.mapping, received, defaults, "remote_write") if r.host and r.gpu_uuid])
         self.counts["remote_write_requests"] += 1
         if not records:
             return 0
         rows = [as_row(r) for r in records]
         token = "rw:" + hashlib.sha256(body).hexdigest()
         stored, problems = self._insert(
-            lambda: insert_valid(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, token))
+            lambda: insert_valid(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, token, received))
         self.counts["remote_write_rows"] += stored
         if problems:
             self._partly_refused("a remote_write", stored, problems,
@@ -147,8 +148,9 @@ class Receiver:
             batch = Batch.from_json(body)
         except BatchError as e:
             raise Refused(400, str(e)) from None
+        now = datetime.fromtimestamp(self.clock(), timezone.utc)
         stored, problems = self._insert(
-            lambda: insert_valid(self.store, batch.table, batch.columns, batch.rows, batch.id))
+            lambda: insert_valid(self.store, batch.table, batch.columns, batch.rows, batch.id, now))
         self.counts["batches"] += 1
         self.counts["batch_rows"] += stored
         if problems:
@@ -225,10 +227,15 @@ def _gunzip(body: bytes, limit: int) -> bytes:
 
 
 def _series_of(record, problem: RowProblem) -> str:
-    return (f"host={record.host} gpu_uuid={record.gpu_uuid}"
-            + (f" mig_instance={record.mig_instance}" if record.mig_instance else "")
+    return (f"host={_short(record.host)} gpu_uuid={_short(record.gpu_uuid)}"
+            + (f" mig_instance={_short(record.mig_instance)}" if record.mig_instance else "")
             + f" at {record.ts.isoformat()}: " + (f"{problem.column}: " if problem.column else "")
             + problem.reason)
+
+
+def _short(text: str, keep: int = 80) -> str:
+    """A label value for a message: a refused one may be megabytes long."""
+    return text if len(text) <= keep else f"{text[:keep]}...({len(text):,} characters)"
 
 
 def register_receiver(platform, store, config: ReceiverConfig | None = None, *,

@@ -13,8 +13,14 @@ Every format is read the same way: each number is checked against its column's t
 numeric column, ``-1`` for a byte count or ``70000`` processes are refused, never stored as NULL
 or wrapped), and a numeric ``ts`` is a Unix epoch in seconds (13 digits: milliseconds), the same
 in CSV, JSON and Parquet. ``ts`` is accepted from 2000-01-01 up to ``FUTURE_LIMIT`` ahead of the
-load. A refused value refuses the file, naming its row and column. The same sample (GPU entity
-and ``ts``) repeated inside a file is stored once. A file may span any number of days.
+load. Text is held to its column's length (``ingest.limits``: labels 256 bytes, ids such as
+``gpu_uuid`` or ``k8s_pod`` 2048), and a text line (CSV, TSV, JSONL) over 1 MiB is refused
+before the file is parsed, so a huge cell is never read into memory. A refused value refuses
+the file, naming its row and column. The same sample (GPU entity and ``ts``) repeated inside a
+file is stored once, in .prom files too. A file may span any number of days.
+
+Embedded stores read the file in-process; a ClickHouse server is sent its bytes into a text
+table, and both fill the stage through the same checked SELECT (``checked_select``).
 """
 from __future__ import annotations
 
@@ -23,15 +29,19 @@ import glob
 import gzip
 import hashlib
 import logging
+import re
+import uuid
 from collections.abc import Callable, Iterable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from base.errors import InputError, first_line
 from collector.records import GPU_SAMPLE_COLUMNS
-from ingest import badrows
-from ingest.writer import READ_SETTINGS, file_format
+from ingest import badrows, limits
+from ingest.store import STAGE_PREFIX
+from ingest.writer import READ_SETTINGS, file_format, split_valid
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +50,8 @@ KEY = ("host", "gpu_uuid", "mig_instance", "ts")      # what makes a sample row 
 INTENT = "samples:loading"                           # ingested_files kind of a load under way
 REQUIRED = ("ts", "host", "gpu_uuid")
 PROM_SUFFIXES = (".prom", ".txt")
-FUTURE_LIMIT = timedelta(days=1)                     # how far ahead of the load a sample's ts may be
-ACCEPTED_TS = "accepted: ts from 2000-01-01 up to 1 day ahead of now, as date-time text or a Unix epoch in seconds (13 digits: milliseconds)"
+FUTURE_LIMIT = limits.FUTURE_LIMIT                   # how far ahead of the load a sample's ts may be
+ACCEPTED_TS = limits.ACCEPTED_TS
 # a stage holds one file: its days may be many (a backfill), and numbers are read as text and checked
 FILL_SETTINGS = {**READ_SETTINGS, "max_partitions_per_insert_block": 0,
                  "input_format_json_read_numbers_as_strings": 1, "input_format_json_read_bools_as_strings": 1}
@@ -112,6 +122,48 @@ def check_columns(path: Path, columns: list[str], known: Iterable[str], required
         raise InputError(f"column(s) named twice: {', '.join(duplicated)}", path=str(path))
 
 
+def check_lines(path: Path, fmt: str, limit: int = limits.LINE_MAX) -> None:
+    """Refuse a text file with a line over ``limit`` bytes, naming its row and (as far as its first
+    ``limit`` bytes tell) its column, reading the file in blocks: a huge cell is never held whole."""
+    if fmt == "Parquet":
+        return
+    too_long = re.compile(rb"[^\n]{%d}" % (limit + 1))
+    opener = gzip.open if path.suffix == ".gz" else open
+    lines, carry = 0, b""
+    try:
+        with opener(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                text = carry + block
+                found = too_long.search(text)
+                if found:
+                    start = text.rfind(b"\n", 0, found.start()) + 1
+                    lines += text.count(b"\n", 0, start)
+                    raise InputError(f"a line of over {limit:,} bytes (at most {limits.LABEL_MAX} bytes per label, "
+                                     f"{limits.ID_MAX} per id); nothing from this file was stored", path=str(path),
+                                     row=lines + (fmt == "JSONEachRow"), column=_column_at(path, fmt, lines, text[start:start + limit]))
+                cut = text.rfind(b"\n") + 1
+                lines += text.count(b"\n", 0, cut)
+                carry = text[cut:][-limit - 1:]
+    except (OSError, EOFError) as exc:
+        raise InputError(f"cannot read the file ({exc})", path=str(path)) from None
+
+
+def _column_at(path: Path, fmt: str, line: int, start: bytes) -> str:
+    """The column whose value runs past ``start`` (the first bytes of line ``line``, 0-based)."""
+    text = start.decode("utf-8", "replace")
+    if fmt == "JSONEachRow":
+        keys = re.findall(r'"((?:[^"\\]|\\.)*)"\s*:', text)
+        return keys[-1] if keys else ""
+    if line == 0:
+        return ""
+    if fmt.startswith("TSV"):
+        fields = text.count("\t") + 1
+    else:    # commas outside quoted fields (the last one may be cut short)
+        fields = re.sub(r'"(?:[^"]|"")*("|$)', "", text).count(",") + 1
+    names = header(path, fmt)
+    return names[fields - 1] if 0 < fields <= len(names) else ""
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -140,6 +192,7 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
         promtext = path.name.lower().endswith(PROM_SUFFIXES)
         if not promtext:
             fmt = file_format(path)
+            check_lines(path, fmt)
             columns = header(path, fmt)
             check_columns(path, columns, GPU_SAMPLE_COLUMNS, REQUIRED)
         digest = sha256(path)
@@ -157,7 +210,7 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
         record_loaded(store, INTENT, path, digest, 0)
         label = f"[{number}/{len(files)}] {path}"
         if promtext:
-            rows, repeats = load_promtext(store, path, repair), 0
+            rows, repeats = load_promtext(store, path, repair)
         else:
             rows, repeats = load_one(store, path, fmt, columns, types, repair, days_progress(progress, label))
         record_loaded(store, "samples", path, digest, rows)
@@ -266,17 +319,62 @@ def read_structure(columns: list[str], read: dict[str, str]) -> str:
     return ", ".join(f"`{c}` {read[c]}" for c in columns)
 
 
+def checked_select(columns: list[str], types: dict[str, str], read: dict[str, str]) -> str:
+    """The SELECT list turning columns read as ``read`` into ``types``: numbers and times through
+    ``checked``, text held to its length (``ingest.limits``); a value that fails stops the insert.
+    Every fill uses it, whatever the store."""
+    def one(c: str) -> str:
+        if badrows.base_type(types[c]) == "String":
+            limit = limits.max_bytes(c)
+            return f"if(throwIf(length(`{c}`) > {limit}, 'a value in column {c} is over {limit} bytes') = 0, `{c}`, '') AS `{c}`"
+        return f"`{c}`" if read[c] == types[c] else f"{checked(c, types[c], read[c])} AS `{c}`"
+    return ", ".join(one(c) for c in columns)
+
+
 def fill(store, stage, path: Path, fmt: str, columns: list[str], types: dict[str, str], read: dict[str, str]) -> None:
-    """Fill the stage from the file. Embedded stores read it in-process, every number as text
-    checked by ``checked`` (the same in every format); servers are sent its bytes."""
+    """Fill the stage from the file through ``checked_select``. Embedded stores read it in-process;
+    servers are sent its bytes (``fill_sent``)."""
     if store.target.embedded:
-        select = ", ".join(f"`{c}`" if read[c] == types[c] else f"{checked(c, types[c], read[c])} AS `{c}`" for c in columns)
-        stage.fill(f"SELECT {select} FROM file({{path:String}}, {{fmt:String}}, {{structure:String}})",
+        stage.fill(f"SELECT {checked_select(columns, types, read)} FROM file({{path:String}}, {{fmt:String}}, {{structure:String}})",
                    parameters={"path": str(path.resolve()), "fmt": fmt, "structure": read_structure(columns, read)},
                    settings=FILL_SETTINGS, columns=columns)
     else:
         data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        stage.fill_bytes(data, columns, fmt, FILL_SETTINGS)
+        fill_sent(store, stage, data, fmt, columns, types, read, path)
+
+
+def fill_sent(store, stage, data: bytes, fmt: str, columns: list[str], types: dict[str, str], read: dict[str, str],
+              path: Path) -> None:
+    """Fill the stage from a file's bytes sent to the store (the path for a ClickHouse server; it
+    works on any store): the bytes go into a text table with the ``read`` structure, then into the
+    stage through ``checked_select``, like a file read in-process. A refused value is named by row
+    and column (InputError)."""
+    with text_table(store, read_structure(columns, read)) as name:
+        store.client.raw_insert(name, list(columns), insert_block=data, fmt=fmt, settings=FILL_SETTINGS)
+        try:
+            stage.fill(f"SELECT {checked_select(columns, types, read)} FROM `{name}`", settings=FILL_SETTINGS,
+                       columns=columns)
+        except Exception as exc:
+            if not hasattr(exc, "code") and "DB::Exception" not in str(exc):
+                raise
+            found = badrows.locate_in(store, TABLE, name, columns, types)
+            if not found:
+                raise
+            row, column, reason = found
+            accepted = f" ({ACCEPTED_TS})" if column == "ts" else ""
+            raise InputError(f"{reason}{accepted}; nothing from this file was stored",
+                             path=str(path), row=row, column=column) from None
+
+
+@contextmanager
+def text_table(store, structure: str):
+    """A table (Memory: rows stay in the order inserted) with ``structure``, dropped after use."""
+    name = f"{STAGE_PREFIX}text_{uuid.uuid4().hex[:12]}"
+    store.command(f"CREATE TABLE `{name}` ({structure}) ENGINE = Memory")
+    try:
+        yield name
+    finally:
+        store.command(f"DROP TABLE IF EXISTS `{name}`")
 
 
 def first_row_ahead(store, path: Path, fmt: str, columns: list[str], types: dict[str, str], read: dict[str, str],
@@ -294,13 +392,14 @@ def first_row_ahead(store, path: Path, fmt: str, columns: list[str], types: dict
     return int(rows[0][0]) if rows else None
 
 
-def load_promtext(store, path: Path, repair=()) -> int:
-    """Load one Prometheus text exposition file all-or-nothing; return the rows stored."""
-    from datetime import datetime, timezone
-
+def load_promtext(store, path: Path, repair=()) -> tuple[int, int]:
+    """Load one Prometheus text exposition file all-or-nothing; return (rows stored, repeats dropped):
+    a GPU entity at one ``ts`` (a line repeated, two saved scrapes without timestamps) is stored
+    once, the last one read."""
     from collector.dcgm import records_from_text
     from collector.promtext import PromTextError
     from collector.records import as_row
+    from collector.sample_mapping import one_per_sample
     from ingest.writer import insert_rows
 
     try:
@@ -319,13 +418,22 @@ def load_promtext(store, path: Path, repair=()) -> int:
     if nameless is not None:
         raise InputError(f"GPU {nameless.gpu_uuid} has no Hostname label, so its host is unknown; "
                          "nothing from this file was stored", path=str(path))
+    unique = one_per_sample(records)
+    rows = [as_row(r) for r in unique]
+    _, problems = split_valid(store.column_types(TABLE), GPU_SAMPLE_COLUMNS, rows)
+    if problems:
+        bad, r = problems[0], unique[problems[0].row]
+        accepted = f" ({ACCEPTED_TS})" if bad.column == "ts" else ""
+        raise InputError(f"GPU {r.gpu_uuid[:80]} on {r.host[:80]} at {r.ts.isoformat()}: {bad.reason}{accepted} "
+                         f"({len(problems)} sample(s) refused); nothing from this file was stored",
+                         path=str(path), column=bad.column)
     with store.staging(TABLE) as stage:
         try:
-            insert_rows(store, stage.name, GPU_SAMPLE_COLUMNS, [as_row(r) for r in records])
+            insert_rows(store, stage.name, GPU_SAMPLE_COLUMNS, rows)
         except Exception as exc:
             if "DB::Exception" not in str(exc) and not hasattr(exc, "code"):
                 raise
             raise InputError(f"ClickHouse refused the samples ({first_line(exc)}); nothing from this file was stored",
                              path=str(path)) from None
         stage.attach_to(unless_stored=repair)
-        return len(records)
+        return len(unique), len(records) - len(unique)

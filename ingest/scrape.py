@@ -13,7 +13,13 @@ with ``collector.promtext``; series map onto ``gpu_samples`` by the target's ``f
 
 ``labels`` of a target fill columns the data lacks (``environment``, ``cluster``, ...); a
 series without a host label gets the target URL's host name. Each scrape is one insert whose
-deduplication token is a digest of its rows.
+deduplication token is a digest of its rows; a GPU entity seen twice at one time is stored once.
+
+Each row is checked like an HTTP batch (``ingest.writer.insert_valid``): a value its column
+cannot hold (a negative byte count, an XID above 2^32-1, an infinite counter), a label over its
+length limit or a ``ts`` outside 2000-01-01 .. 1 day ahead (``ingest.limits``) refuses that row
+only — never stored wrapped or NULL. Refused rows are counted (``rows_refused``) and logged with
+the target's name; the rest of the scrape is stored and scraping goes on.
 
 A target that fails is logged once when it starts failing and once when it recovers, and is
 shown as failing in ``/healthz`` meanwhile.
@@ -33,8 +39,8 @@ from collector.batches import batches_from_round
 from collector.dcgm import DCGM, GPULEDGER, records_from_text
 from collector.promtext import PromTextError
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
-from collector.sample_mapping import MetricMapping, mapping_from_config
-from ingest.writer import insert_batch, insert_rows
+from collector.sample_mapping import MetricMapping, mapping_from_config, one_per_sample
+from ingest.writer import insert_batch, insert_valid
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +91,7 @@ class ScrapeJob:
         self.mapping = mapping_for(target)
         self.defaults = {"host": urlparse(target.url).hostname or "", **target.labels}
         self._fetch, self._clock = fetch_text, clock
+        self.rows_refused = 0
 
     def __call__(self) -> int:
         t = self.target
@@ -96,9 +103,17 @@ class ScrapeJob:
             raise ScrapeError(f"{t.url} is not Prometheus text ({e})") from None
         if not records:
             return 0
-        rows = [as_row(r) for r in records]
-        insert_rows(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS, rows)
-        return len(rows)
+        # one row per GPU entity and sample time, as for sample files and remote_write
+        records = one_per_sample(records)
+        stored, problems = insert_valid(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS,
+                                        [as_row(r) for r in records], now=when)
+        if problems:
+            self.rows_refused += len(problems)
+            first, r = problems[0], records[problems[0].row]
+            log.warning("scrape %s (%s): %d of %d rows refused, %d stored; first: GPU %.80s at %s, "
+                        "column %s: %s", t.name, t.url, len(problems), len(records), stored,
+                        r.gpu_uuid, r.ts.isoformat(), first.column or "(row)", first.reason)
+        return stored
 
 
 def add_quiet_job(platform, name: str, func, seconds: float) -> None:

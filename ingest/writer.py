@@ -7,7 +7,8 @@
   ``StoreDestination`` for an agent writing straight to a ClickHouse server).
 * ``insert_valid`` stores the rows that fit the table and reports the others (``RowProblem``):
   values are checked against the column types first (an unsigned column gets no negative, an
-  integer fits its width, a float is finite, a time is a time between 2000 and 2299), and a row
+  integer fits its width, a float is finite, text is within its length (``ingest.limits``), a time
+  is from 2000-01-01 up to 1 day ahead of now), and a row
   the store still refuses (a CHECK constraint) is found by halving the insert, so one bad row
   never takes a batch's good rows with it (the receiver's endpoints use it).
 * ``file_format`` and ``READ_SETTINGS``: how sample files are read (``ingest.samples`` loads them,
@@ -34,6 +35,7 @@ from clickhouse_connect.driver.exceptions import DataError
 from base.errors import BatchRejected, Unavailable, first_line
 from collector.batches import Batch
 from collector.records import as_row
+from ingest import limits
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +120,7 @@ def _code(exc: Exception) -> int | None:
 
 # ---- rows checked against the column types ---------------------------------------------------
 
-TIME_MIN = datetime(2000, 1, 1, tzinfo=timezone.utc)      # gpu_samples' ts_plausible constraint
+TIME_MIN = limits.TS_MIN                                  # gpu_samples' ts_plausible constraint
 TIME_MAX = datetime(2299, 12, 31, tzinfo=timezone.utc)    # the end of DateTime64's range
 _INT_TYPE = re.compile(r"(U?)Int(8|16|32|64)")
 MAX_SPLITS = 64                                           # inserts spent finding refused rows
@@ -176,14 +178,22 @@ def value_problem(ch_type: str, value) -> str | None:
     return None
 
 
-def split_valid(types: dict[str, str], columns: Sequence[str], rows: Sequence[Sequence]):
-    """``(good, problems)``: ``(index, row)`` of the rows whose values fit ``types``, and a
-    RowProblem for each other row (its first bad value)."""
+def split_valid(types: dict[str, str], columns: Sequence[str], rows: Sequence[Sequence],
+                now: datetime | None = None):
+    """``(good, problems)``: ``(index, row)`` of the rows whose values fit ``types`` and
+    ``ingest.limits`` (text lengths, times up to 1 day ahead of ``now``), and a RowProblem for each
+    other row (its first bad value)."""
     good, problems = [], []
-    checks = [(i, c, types.get(c, "")) for i, c in enumerate(columns)]
+    latest = limits.latest(now)
+    checks = [(i, c, types.get(c, ""), _kind(types.get(c, ""))) for i, c in enumerate(columns)]
     for n, row in enumerate(rows):
-        for i, column, ch_type in checks:
-            reason = value_problem(ch_type, row[i])
+        for i, column, ch_type, kind in checks:
+            value = row[i]
+            reason = value_problem(ch_type, value)
+            if reason is None and kind == "text" and value:
+                reason = limits.too_long(column, value)
+            if reason is None and kind == "time" and value is not None and _aware(value) > latest:
+                reason = f"{value.isoformat()} is more than 1 day ahead of now ({limits.ACCEPTED_TS})"
             if reason:
                 problems.append(RowProblem(n, column, reason))
                 break
@@ -192,8 +202,17 @@ def split_valid(types: dict[str, str], columns: Sequence[str], rows: Sequence[Se
     return good, problems
 
 
+def _kind(ch_type: str) -> str:
+    inner = ch_type.replace("Nullable(", "").replace("LowCardinality(", "")
+    return "text" if inner.startswith("String") else "time" if inner.startswith("DateTime") else ""
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
 def insert_valid(store, table: str, columns: Sequence[str], rows: Sequence[Sequence],
-                 token: str | None = None) -> tuple[int, list[RowProblem]]:
+                 token: str | None = None, now: datetime | None = None) -> tuple[int, list[RowProblem]]:
     """Store the rows of ``rows`` the table accepts; return how many and what was refused.
 
     The checked rows go in as one insert under ``token``; when the store refuses it for its data
@@ -202,7 +221,7 @@ def insert_valid(store, table: str, columns: Sequence[str], rows: Sequence[Seque
     isolated, within ``MAX_SPLITS`` inserts (past it, the rest of a refused half is refused
     whole). Errors other than refused data propagate: the caller answers "retry later".
     """
-    good, problems = split_valid(store.column_types(table), columns, rows)
+    good, problems = split_valid(store.column_types(table), columns, rows, now)
     token = token or batch_token(table, rows)
     budget = [MAX_SPLITS]
     stored = _insert_halves(store, table, columns, good, token, problems, budget)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from collector.billing.focus import COLUMNS, REQUIRED_VALUES
+from ingest import limits
 from ingest.store import Stage
 
 TABLE = "billing_line_items"
@@ -81,6 +82,7 @@ class Typed:
     expr: str          # the typed value (may define helper aliases first)
     bad: str           # 1 when the value is refused
     reason: str        # why, for the quarantine
+    reason_sql: str = ""   # why, as SQL, when the reason depends on the value
 
 
 def typed(col: str, kind: str) -> Typed:
@@ -102,12 +104,19 @@ def typed(col: str, kind: str) -> Typed:
                      "not an ISO 4217 currency code")
     if kind == "json_map":
         ok = f"(isValidJSON({v}) AND JSONType({v}) = 'Object')"
-        return Typed(f"if({v} IS NOT NULL AND {ok}, JSONExtract(ifNull({v}, '{{}}'), 'Map(String, String)'), map())",
-                     f"({missing} OR ({v} IS NOT NULL AND NOT {ok}))", "not a JSON object")
+        tag = limits.TAG_MAX
+        long = (f"arrayExists(x -> length(x) > {tag}, arrayConcat(mapKeys(m_{col}), mapValues(m_{col})))")
+        return Typed(f"if({v} IS NOT NULL AND {ok}, JSONExtract(ifNull({v}, '{{}}'), 'Map(String, String)'), map()) "
+                     f"AS m_{col}, m_{col}",
+                     f"({missing} OR ({v} IS NOT NULL AND (NOT {ok} OR {long})))", "not a JSON object",
+                     f"if({ok}, {lit(f'a tag key or value over the {tag}-byte limit of {col}')}, 'not a JSON object')")
     text = f"ifNull({v}, '')"
     if col == "ProviderName":
         text = provider_name(text)
-    return Typed(text, f"({missing} OR ({v} IS NOT NULL AND NOT isValidUTF8({v})))", "not UTF-8 text")
+    limit = limits.max_bytes(col)
+    return Typed(text, f"({missing} OR ({v} IS NOT NULL AND (NOT isValidUTF8({v}) OR length({v}) > {limit})))",
+                 "not UTF-8 text", f"if(length({v}) > {limit}, concat(toString(length({v})), "
+                 f"{lit(f' bytes, over the {limit}-byte limit of {col}')}), 'not UTF-8 text')")
 
 
 def provider_name(text: str) -> str:
@@ -136,7 +145,8 @@ def typed_select(source: str, outputs: list[str], present: set[str] | None = Non
     bad = " OR ".join([f"{row_error} != ''"] + [parts[c].bad for c in checked])
     errors = ",\n        ".join(
         [f"if({row_error} != '', ('(row)', {row_error}, ''), ('', '', ''))"]
-        + [f"if({parts[c].bad}, ({lit(c)}, if(v_{c} IS NULL, 'missing required value', {lit(parts[c].reason)}), "
+        + [f"if({parts[c].bad}, ({lit(c)}, if(v_{c} IS NULL, 'missing required value', "
+           f"{parts[c].reason_sql or lit(parts[c].reason)}), "
            f"ifNull(v_{c}, '')), ('', '', ''))" for c in checked])
     raw = ", ".join(f"{lit(c)}, ifNull(v_{c}, '')" for c in COLUMNS if c in present)
     identity = ", ".join(
