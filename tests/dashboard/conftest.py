@@ -54,9 +54,9 @@ def site(demo):
     server.shutdown()
 
 
-@pytest.fixture(scope="module")
-def browser(site):
-    """Headless Chromium through chromedriver, sending the dashboard credentials on every request."""
+def chromium(headers: dict[str, str] | None = None):
+    """Headless Chromium through chromedriver, sending ``headers`` on every request; its downloads
+    land in ``driver.downloads``."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -75,9 +75,17 @@ def browser(site):
                                               "download.prompt_for_download": False})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.execute_cdp_cmd("Network.enable", {})
-    driver.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": {"Authorization": site.auth}})
+    if headers:
+        driver.execute_cdp_cmd("Network.setExtraHTTPHeaders", {"headers": headers})
     driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
     driver.downloads = downloads
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(site):
+    """Headless Chromium sending the dashboard credentials on every request."""
+    driver = chromium({"Authorization": site.auth})
     yield driver
     driver.quit()
 

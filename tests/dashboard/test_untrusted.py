@@ -300,3 +300,24 @@ def test_spend_in_another_currency_is_shown_apart_never_added(hostile, page):
     assert note in shown and "1,234" not in shown.replace(note, "")
     aws_only = parse({"env": "aws"}, datetime.now(timezone.utc).date()).to_data()
     assert "other currencies" not in texts([c.response for c in call_page(hostile.client, page, aws_only)])
+
+
+# ---- in the browser -------------------------------------------------------------------------------
+
+def test_hostile_names_render_as_text_in_the_browser(hostile):
+    from selenium.webdriver.common.by import By
+
+    from tests.dashboard.browser import console_errors, open_page, part
+    from tests.dashboard.conftest import chromium
+
+    driver = chromium()
+    try:
+        open_page(driver, f"{hostile.url}/spend?team={quote(LINK)}&team=research", "spend")
+        chart = part(driver, "spend", "by-team", chart=True)
+        assert LINK in chart.text                                          # the name, shown as text
+        assert driver.find_elements(By.CSS_SELECTOR, 'a[href="http://evil"]') == []
+        assert "EUR 1,234.50 (1 row)" in driver.find_element(By.ID, ids.part("spend", "currencies")).text
+        assert "Only the 200 teams" in driver.find_element(By.ID, ids.notes("spend")).text
+        assert console_errors(driver) == []
+    finally:
+        driver.quit()
