@@ -23,6 +23,7 @@ from collector.config import CollectorConfig
 from dashboard.config import DashboardConfig
 from ingest.billing.config import BillingConfig
 from ingest.rollup.config import AnalyticsConfig, AttributionRule, ListPrice, PoliciesConfig, PoolConfig, default_rules
+from ingest.sql_config import SqlConfig
 from ingest.telemetry_config import ReceiverConfig, ScrapeTarget
 
 DEFAULT_DSN = "chdb://~/.local/share/gpuledger/store"
@@ -78,6 +79,7 @@ class Config:
     billing: BillingConfig = field(default_factory=BillingConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     dashboard: DashboardConfig = field(default_factory=DashboardConfig)
+    sql: SqlConfig = field(default_factory=SqlConfig)
     source: str = "defaults"                # where this config was read from (not a key)
 
     def validate(self):

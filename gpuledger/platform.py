@@ -31,11 +31,16 @@ class Platform:
         self.started = time.time()
         self.parts: dict[str, dict] = {}
         self._server = None
+        self.services: list = []           # side servers (the SQL port): start(host) / stop()
         self._stopping = threading.Event()
         self.web.add_url_rule("/healthz", "healthz", self.health)
 
     def add_part(self, name: str, detail: str = "") -> None:
         self.parts[name] = {"detail": detail, "last_ok": None, "last_error": None}
+
+    def add_service(self, service) -> None:
+        """A server of its own (``start(host)``, ``stop()``), run while the platform serves."""
+        self.services.append(service)
 
     def add_job(self, name: str, func, seconds: int) -> None:
         """Run ``func()`` every ``seconds``; its outcome shows in /healthz, its errors in the log."""
@@ -73,12 +78,27 @@ class Platform:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)} \
             if threading.current_thread() is threading.main_thread() else {}
         self.scheduler.start()
+        started = []
+        try:
+            for service in self.services:
+                service.start(host)
+                started.append(service)
+        except Exception:
+            for service in started:
+                service.stop()
+            self.scheduler.shutdown(wait=False)
+            self._server.server_close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            raise
         log.info("gpuledger is up on http://%s:%d (health: /healthz)", host, self.port)
         if ready:
             ready(self)
         try:
             self._server.serve_forever(poll_interval=0.2)
         finally:
+            for service in started:
+                service.stop()
             self.scheduler.shutdown(wait=True)
             self._server.server_close()
             for sig, handler in previous.items():
@@ -120,6 +140,9 @@ def build_platform(config, store, *, auth: bool = True, clock=None) -> Platform:
     from dashboard.app import mount
 
     mount(platform, config, store, auth=auth)
+    from ingest.sql_http import install as install_sql
+
+    install_sql(platform, config, store)
     return platform
 
 
@@ -142,6 +165,7 @@ def check_exposure(config, host: str, *, auth: bool = True) -> None:
     credential configured: no ``receiver.token`` and no dashboard users or trusted header, so
     the endpoints would be either open or closed to everyone. ``auth=False`` (``--no-auth``)
     is the explicit opt-out, logged as a warning."""
+    _check_sql_exposure(config, host)
     if not auth or not _dashboard_auth(config):
         log.warning("authentication is OFF (--no-auth or dashboard.auth = false): anyone who can "
                     "reach %s may read the dashboard and write samples", host)
@@ -157,3 +181,15 @@ def check_exposure(config, host: str, *, auth: bool = True) -> None:
         '"GPULEDGER_INGEST_TOKEN" } under [receiver]) and [[dashboard.users]] (password_hash from '
         "`python3 -m dashboard.auth hash`), or listen on 127.0.0.1, or pass --no-auth to serve "
         "without authentication on purpose")
+
+
+def _check_sql_exposure(config, host: str) -> None:
+    """The SQL port never serves without users (``ingest.sql_http.install`` leaves it off), and
+    ``--no-auth`` does not open it; on an address other machines reach, its basic-auth passwords
+    travel in clear, which is said once."""
+    sql = getattr(config, "sql", None)
+    if sql is None or not sql.enabled:
+        return
+    if sql.users and not is_loopback(host):
+        log.warning("SQL port %d on %s is reachable by other machines: its users' passwords travel in clear "
+                    "over HTTP; put a TLS-terminating proxy in front or listen on 127.0.0.1", sql.port, host)
