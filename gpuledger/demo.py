@@ -138,9 +138,30 @@ def run_demo(dsn: str, *, gpus: int, days: int, interval_s: int, seed: int, keep
         return 0
     from gpuledger.platform import build_platform
 
+    if target.embedded and demo_cfg.sql.enabled and not demo_cfg.sql.users:
+        print(sql_reader(demo_cfg, target.path.parent / f"{target.path.name}-sql-finance.password"))
     platform = build_platform(demo_cfg, store, auth=auth)
     platform.serve(demo_cfg.server.host, port or demo_cfg.server.port)
     return 0
+
+
+def sql_reader(cfg, password_file: Path) -> str:
+    """Give the demo's SQL port a reader, ``finance``, whose password is a random one kept in
+    ``password_file`` (readable by this user only); return how to query with it."""
+    import os
+    import secrets
+
+    from base.settings import Secret
+    from ingest.sql_config import SqlUser
+
+    if not password_file.exists():
+        password_file.write_text(secrets.token_urlsafe(16))
+    os.chmod(password_file, 0o600)
+    cfg.sql.users = [SqlUser("finance", password=Secret(password_file.read_text().strip(), f"file {password_file}"))]
+    host = cfg.server.host
+    return (f"  SQL (ClickHouse HTTP) http://{host}:{cfg.sql.port}, user finance, password in {password_file}:\n"
+            f"    curl -u \"finance:$(cat {password_file})\" http://{host}:{cfg.sql.port}/ "
+            "--data-binary 'SELECT team, round(sum(cost_usd)) FROM v_team_spend GROUP BY team'\n")
 
 
 def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: float, work: Path) -> str:
