@@ -20,7 +20,8 @@ more than one statement; ``EXPLAIN AST`` of that canonical text gives the tree i
   TRUNCATE, RENAME / EXCHANGE, OPTIMIZE, DELETE, UPDATE, UNDROP on tables; settings allowed.
 * Both: never ``INTO OUTFILE`` / ``FROM INFILE``, never a function or engine that reads or writes
   files, URLs or other servers (``FILE_ACCESS``: file, url, s3, remote, mysql, executable, ...),
-  never dictionaries (their sources do the same), never SYSTEM / ATTACH / KILL / GRANT / BACKUP.
+  never dictionaries (their sources do the same) or a table on a ``disk(...)`` of its own, never
+  SYSTEM / ATTACH / KILL / GRANT / BACKUP.
 """
 from __future__ import annotations
 
@@ -76,6 +77,8 @@ def check_query(store, sql: str, role: str = READER) -> str:
         if (a, b) in (("INTO", "OUTFILE"), ("FROM", "INFILE")):
             _refuse(f"{a} {b} reads or writes a file on the machine that runs the store; "
                     "print the result (--format csv) and redirect it instead")
+        if (a, b) == ("DISK", "("):      # a table setting, not a function node in the tree
+            _refuse("disk(...) puts a table's data in any directory; use the store's own disks")
     nodes = _tree(store, canonical)
     top = nodes[0][1] if nodes else ""
     if role not in TOP_NODES.get(top, ()) and not (top.startswith(READER_TOP_PREFIXES)):

@@ -57,6 +57,10 @@ REFUSED = [
     (ADMIN, "CREATE DICTIONARY d (a UInt64) PRIMARY KEY a SOURCE(FILE(path '/etc/passwd' format 'CSV')) "
             "LAYOUT(FLAT()) LIFETIME(0)", "dictionaries are not allowed"),
     (READER, "SELECT * FROM system.tables", "outside the store's database"),
+    (ADMIN, "INSERT INTO FUNCTION file('w.csv', 'CSV', 'a Int32') SELECT 1", "file() reads or writes"),
+    (ADMIN, "CREATE TABLE x (a Int32) ENGINE = MergeTree ORDER BY a SETTINGS disk = disk(type = local, path = '/tmp/d/')",
+     "disk(...) puts a table's data in any directory"),
+    (READER, "SELECT * FROM `file`('x')", "file() reads or writes"),
 ]
 
 
