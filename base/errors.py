@@ -20,7 +20,8 @@ and keeps its traceback.
     │   ├── BatchError        an agent batch that is malformed
     │   └── BatchRejected     the store refused a batch's data; resending cannot help
     ├── QueryError            a user's query failed
-    │   └── QueryRefused      the query policy (ingest/sqlguard.py) refuses a statement
+    │   ├── QueryRefused      the query policy (ingest/sqlguard.py) refuses a statement
+    │   └── ClickHouseError   the SQL port's answer in ClickHouse's shape (code, name, HTTP status)
     ├── TelemetryError        a telemetry source cannot be used
     │   ├── NvmlUnavailable   no NVIDIA driver / NVML on this machine
     │   ├── UnknownLabel      a label key the sampler does not know
@@ -215,6 +216,18 @@ class DeliveryError(AlertsError):
 
 class RateLimited(DeliveryError):
     pass
+
+
+class ClickHouseError(QueryError):
+    """An error the SQL port (ingest/sql_http.py) answers in ClickHouse's shape: ``code`` (its
+    error code), ``name`` (e.g. READONLY) and the HTTP ``status`` ClickHouse gives that code."""
+
+    def __init__(self, code: int, message: str, status: int = 500, name: str = "UNKNOWN_EXCEPTION"):
+        super().__init__(message)
+        self.code, self.status, self.name = code, status, name
+
+    def body(self) -> str:
+        return f"Code: {self.code}. DB::Exception: {self}. ({self.name})\n"
 
 
 def first_line(exc: BaseException, limit: int = 400) -> str:

@@ -154,8 +154,18 @@ def sql_reader(cfg, password_file: Path) -> str:
     from base.settings import Secret
     from ingest.sql_config import SqlUser
 
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind((cfg.server.host, cfg.sql.port))
+        except OSError:
+            return (f"  SQL port {cfg.sql.port} is in use: this demo serves no SQL "
+                    "(stop what holds it to query the demo with SQL)\n")
     if not password_file.exists():
-        password_file.write_text(secrets.token_urlsafe(16))
+        fd = os.open(password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(16))
     os.chmod(password_file, 0o600)
     cfg.sql.users = [SqlUser("finance", password=Secret(password_file.read_text().strip(), f"file {password_file}"))]
     host = cfg.server.host

@@ -50,7 +50,7 @@ import zlib
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
-from base.errors import ConfigError, QueryRefused
+from base.errors import ClickHouseError, ConfigError, QueryRefused
 from ingest import sqlguard
 
 log = logging.getLogger(__name__)
@@ -102,17 +102,10 @@ _TRAILING_FORMAT = re.compile(r"\bFORMAT\s+(\w+)\s*;?\s*$", re.I)
 _SETTING_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-class ClickHouseError(Exception):
-    """An answer in ClickHouse's error shape: ``code`` (its error code), HTTP ``status``."""
-
-    def __init__(self, code: int, message: str, status: int | None = None, name: str = ""):
-        known = ERRORS.get(code, ("", 500))
-        self.code, self.name = code, name or known[0] or "UNKNOWN_EXCEPTION"
-        self.status = status or known[1]
-        super().__init__(message)
-
-    def body(self) -> str:
-        return f"Code: {self.code}. DB::Exception: {self}. ({self.name})\n"
+def clickhouse_error(code: int, message: str, status: int | None = None, name: str = "") -> ClickHouseError:
+    """A ClickHouseError with ClickHouse's name and HTTP status for ``code`` (unless given)."""
+    known = ERRORS.get(code, ("", 500))
+    return ClickHouseError(code, message, status or known[1], name or known[0] or "UNKNOWN_EXCEPTION")
 
 
 def engine_error(exc: Exception) -> ClickHouseError:
@@ -129,7 +122,7 @@ def engine_error(exc: Exception) -> ClickHouseError:
     name = _NAME.search(message)
     message = message[:name.start()].rstrip(" .") if name else message.rstrip(" .")
     message = message.split(" (version ")[0].rstrip(" .")
-    return ClickHouseError(code, message, name=name.group(1) if name else "")
+    return clickhouse_error(code, message, name=name.group(1) if name else "")
 
 
 class SqlEndpoint:
@@ -182,14 +175,14 @@ class SqlEndpoint:
             if request.path in ("/ping", "/replicas_status") and request.method in ("GET", "HEAD"):
                 return Response("Ok.\n", headers=headers, content_type="text/plain; charset=UTF-8")
             if request.path not in ("/", "/query"):
-                raise ClickHouseError(0, f"There is no handle {request.path}. Use / or /ping", status=404,
+                raise clickhouse_error(0, f"There is no handle {request.path}. Use / or /ping", status=404,
                                       name="UNKNOWN_EXCEPTION")
             params, body = self._read(request)
             if request.method in ("GET", "HEAD") and "query" not in params:
                 return Response("Ok.\n", headers=headers, content_type="text/plain; charset=UTF-8")
             user = self._authenticate(request, params)
             if not self._slots.acquire(timeout=30):
-                raise ClickHouseError(202, f"Too many simultaneous queries. Maximum: {MAX_CONCURRENT}")
+                raise clickhouse_error(202, f"Too many simultaneous queries. Maximum: {MAX_CONCURRENT}")
             try:
                 data, fmt, summary = self._run(user, request.method, params, body)
             finally:
@@ -210,7 +203,7 @@ class SqlEndpoint:
         """The request's parameters (URL and form fields) and its body (decompressed)."""
         limit = int(self.config.max_body_mb * 1024 * 1024)
         if (request.content_length or 0) > limit:
-            raise ClickHouseError(307, f"request body over the {self.config.max_body_mb:g} MB limit "
+            raise clickhouse_error(307, f"request body over the {self.config.max_body_mb:g} MB limit "
                                        "([sql] max_body_mb)", status=413)
         params = {k: v for k, v in request.args.items()}
         body = b""
@@ -229,14 +222,14 @@ class SqlEndpoint:
             try:
                 name, _, password = base64.b64decode(header[6:].strip()).decode("utf-8").partition(":")
             except (ValueError, UnicodeDecodeError):
-                raise ClickHouseError(516, "malformed HTTP basic authorization") from None
+                raise clickhouse_error(516, "malformed HTTP basic authorization") from None
         elif "X-ClickHouse-User" in request.headers:
             name, password = request.headers["X-ClickHouse-User"], request.headers.get("X-ClickHouse-Key", "")
         elif "user" in params:
             name, password = params["user"], params.get("password", "")
         user = self.config.user(name)
         if user is None or not user.accepts(password):
-            raise ClickHouseError(516, f"{name}: Authentication failed: password is incorrect, or there is no "
+            raise clickhouse_error(516, f"{name}: Authentication failed: password is incorrect, or there is no "
                                        "user with such name (users are [[sql.users]] in the platform's config)")
         return user
 
@@ -244,17 +237,17 @@ class SqlEndpoint:
         query = params.get("query", "").encode("utf-8")
         text = query + b"\n" + body if query and body else query or body
         if not text.strip():
-            raise ClickHouseError(62, "Empty query")
+            raise clickhouse_error(62, "Empty query")
         bind = {k[6:]: v for k, v in params.items() if k.startswith("param_")}
         settings = {k: v for k, v in params.items() if k not in TRANSPORT and not k.startswith("param_")}
         for key in settings:
             if not _SETTING_NAME.fullmatch(key):
-                raise ClickHouseError(115, f"Unknown setting {key!r}")
+                raise clickhouse_error(115, f"Unknown setting {key!r}")
         database = params.get("database") or self.database
         reader = user.role == sqlguard.READER
         if reader:
             if database != self.database:
-                raise ClickHouseError(291, f"{user.name}: a reader reads only database {self.database}; "
+                raise clickhouse_error(291, f"{user.name}: a reader reads only database {self.database}; "
                                            f"set the connection's database to {self.database}")
             sql = self._check(_text(text), bind, sqlguard.READER)
             settings = self._reader_settings(settings)
@@ -282,11 +275,11 @@ class SqlEndpoint:
             message = str(exc).removeprefix("query refused: ").replace(" (gpuledger query without --write)", "") \
                 .replace("print the result (--format csv) and redirect it instead", "ask for FORMAT CSV and save the answer")
             if message.startswith(("it cannot be parsed", "more than one statement")):
-                raise ClickHouseError(62, f"query refused: {message}") from None
+                raise clickhouse_error(62, f"query refused: {message}") from None
             if message.startswith("it cannot be checked"):
-                raise ClickHouseError(36, f"query refused: {message}") from None
+                raise clickhouse_error(36, f"query refused: {message}") from None
             code = 164 if " statements are not allowed for " in message else 497
-            raise ClickHouseError(code, f"query refused: {message}") from None
+            raise clickhouse_error(code, f"query refused: {message}") from None
         except Exception as exc:
             raise engine_error(exc) from None
         finally:
@@ -308,18 +301,18 @@ class SqlEndpoint:
         for key, value in asked.items():
             if key in limits:
                 if not value.isdigit() or not 0 < int(value) <= limits[key]:
-                    raise ClickHouseError(452, f"Setting {key} shouldn't be greater than {limits[key]} or 0 "
+                    raise clickhouse_error(452, f"Setting {key} shouldn't be greater than {limits[key]} or 0 "
                                                f"for a reader, got {value!r} (limits are [sql] in the platform's config)")
                 limits[key] = int(value)
             elif key == "readonly":
                 if value not in ("1", "2"):
-                    raise ClickHouseError(164, "Cannot modify 'readonly' setting in readonly mode")
+                    raise clickhouse_error(164, "Cannot modify 'readonly' setting in readonly mode")
             elif key in READER_SETTINGS or key.startswith(READER_SETTING_PREFIXES):
                 out[key] = value
             elif key == "result_overflow_mode" and value == "throw":
                 pass
             else:
-                raise ClickHouseError(164, f"Cannot modify '{key}' setting in readonly mode (a reader may set "
+                raise clickhouse_error(164, f"Cannot modify '{key}' setting in readonly mode (a reader may set "
                                            "output_format_*, date_time_output_format and lower max_execution_time, "
                                            "max_memory_usage, max_result_rows)")
         return {**out, **{k: str(v) for k, v in limits.items()}, "result_overflow_mode": "throw", "readonly": "1"}
@@ -426,14 +419,14 @@ def _decompress(body: bytes, encoding: str, limit: int) -> bytes:
         elif encoding == "lz4" and _lz4():
             data = _lz4().decompress(body)
         else:
-            raise ClickHouseError(48, f"Content-Encoding {encoding!r} is not supported (gzip, deflate, zstd, lz4 are)",
+            raise clickhouse_error(48, f"Content-Encoding {encoding!r} is not supported (gzip, deflate, zstd, lz4 are)",
                                   status=415)
     except ClickHouseError:
         raise
     except Exception as exc:
-        raise ClickHouseError(36, f"the request body is not valid {encoding}: {exc}") from None
+        raise clickhouse_error(36, f"the request body is not valid {encoding}: {exc}") from None
     if len(data) > limit:
-        raise ClickHouseError(307, "request body over the size limit ([sql] max_body_mb) once decompressed", status=413)
+        raise clickhouse_error(307, "request body over the size limit ([sql] max_body_mb) once decompressed", status=413)
     return data
 
 
@@ -462,7 +455,7 @@ def _text(data) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise ClickHouseError(36, "the query is not valid UTF-8 text") from None
+        raise clickhouse_error(36, "the query is not valid UTF-8 text") from None
 
 
 def _starts(sql, word: bytes) -> bool:
