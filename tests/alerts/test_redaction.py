@@ -129,3 +129,23 @@ def _notification():
     from alerts.actions import test_notification
 
     return test_notification("c", "http://dash.example", datetime(2026, 3, 2, tzinfo=timezone.utc))
+
+
+def test_a_channel_bug_quoting_its_url_is_redacted_in_traceback_and_row(astore, source, clock, caplog):
+    from alerts.channels import build_channels
+    from alerts.config import AlertsConfig, DeliveryConfig
+    from alerts.engine import Engine
+
+    def broken(request):                       # a transport with a bug whose message quotes the request
+        raise RuntimeError(f"cannot build {request.url} with {request.headers}")
+
+    cfg = AlertsConfig(builtin=False, default_channels=["hook"], delivery=DeliveryConfig(inline_wait_max_s=0),
+                       channels=[ChannelConfig(name="hook", type="webhook",
+                                               url=Secret(f"https://hooks.example/in?key={QUERY_KEY}", "env HOOK"),
+                                               headers={"X-Token": Secret(TOKEN, "env T")})])
+    engine = Engine(astore, [src_rule()], cfg, build_channels(cfg.channels, transport=broken), clock=clock, sleep=clock.sleep)
+    source.set(("vision", "h1", 91.0))
+    with caplog.at_level(logging.DEBUG):
+        engine.run_once()
+    assert "RuntimeError: cannot build ***" in stored_text(astore) and "raised unexpectedly" in caplog.text
+    assert leaks(stored_text(astore)) == [] and leaks(caplog.text) == []
