@@ -70,10 +70,6 @@ add_http_cors_header http_response_buffer_size extremes_in_output
 READER_SETTINGS = frozenset({"date_time_output_format", "date_time_input_format", "extremes", "session_timezone",
                              "cast_string_to_dynamic_use_inference", "output_format_json_quote_64bit_integers"})
 READER_SETTING_PREFIXES = ("output_format_",)
-# what client libraries ask before a user's first query; readers may run exactly these
-CLIENT_PROBES = (
-    "SELECT name, value, readonly FROM system.settings LIMIT 10000",     # clickhouse-connect
-)
 
 CONTENT_TYPES = {
     "TabSeparated": "text/tab-separated-values; charset=UTF-8",
@@ -269,9 +265,6 @@ class SqlEndpoint:
         try:
             canonical = sqlguard.check_query(_Bound(store, bind), text, role)
         except QueryRefused as exc:
-            probe = _canonical_probe(store, text) if role == sqlguard.READER else ""
-            if _TRAILING_FORMAT.sub("", probe).rstrip() in CLIENT_PROBES:
-                return probe
             message = str(exc).removeprefix("query refused: ").replace(" (gpuledger query without --write)", "") \
                 .replace("print the result (--format csv) and redirect it instead", "ask for FORMAT CSV and save the answer")
             if message.startswith(("it cannot be parsed", "more than one statement")):
@@ -379,13 +372,6 @@ class _Rows:
         finally:
             conn.close()
         self.result_rows = [tuple(r) for r in json.loads(out)["data"]]
-
-
-def _canonical_probe(store, text: str) -> str:
-    try:
-        return store.client.query("SELECT formatQuerySingleLine({q:String})", parameters={"q": text}).result_rows[0][0]
-    except Exception:
-        return ""
 
 
 def _summary(result, elapsed: float, writes: bool) -> dict[str, str]:

@@ -14,7 +14,8 @@ How: ClickHouse's own parser does the reading, so comments, case and quoting cha
 more than one statement; ``EXPLAIN AST`` of that canonical text gives the tree inspected here.
 
 * READER: one SELECT / WITH / SHOW / DESCRIBE / EXISTS / EXPLAIN statement over the store's own
-  database; table functions only from ``TABLE_FUNCTIONS`` (numbers, values, ...); no query
+  database and the catalog tables in ``READER_CATALOG`` (what BI tools read to list tables and
+  columns: names and types, no data, no other user's queries); table functions only from ``TABLE_FUNCTIONS`` (numbers, values, ...); no query
   settings (``SETTINGS`` / ``SET`` could lift ``readonly`` or the limits).
 * ADMIN (``gpuledger query --write``): the reader's statements plus INSERT, CREATE, ALTER, DROP,
   TRUNCATE, RENAME / EXCHANGE, OPTIMIZE, DELETE, UPDATE, UNDROP on tables; settings allowed.
@@ -47,6 +48,11 @@ READER_TOP_PREFIXES = ("Show", "Exists")
 # table functions that compute rows and touch nothing outside the query
 TABLE_FUNCTIONS = frozenset({"numbers", "numbers_mt", "zeros", "zeros_mt", "values", "generate_series",
                              "generateseries", "generaterandom", "null", "view"})
+# system tables a reader may read: the catalog BI tools browse (Grafana, Metabase, DBeaver) and the
+# settings clickhouse-connect reads on connect; never query_log, processes, users, grants, ...
+READER_CATALOG = frozenset(f"system.{t}" for t in (
+    "tables", "columns", "databases", "functions", "settings", "data_type_families", "table_engines",
+    "table_functions", "formats", "one", "time_zones", "collations", "keywords"))
 # functions, table functions and table/database engines that reach files, URLs, programs or servers
 FILE_ACCESS = frozenset("""
 file filecluster url urlcluster s3 s3cluster gcs oss cosn hdfs hdfscluster azureblobstorage azureblobstoragecluster
@@ -94,7 +100,8 @@ def check_query(store, sql: str, role: str = READER) -> str:
         if role == READER and kind == "Set":
             _refuse("query settings (SETTINGS / SET) are not allowed for a reader: they could lift "
                     "readonly or the time and memory limits")
-        if role == READER and kind == "TableIdentifier" and "." in name and name.split(".")[0] != store.target.database:
+        if role == READER and kind == "TableIdentifier" and "." in name and name.split(".")[0] != store.target.database \
+                and name.lower() not in READER_CATALOG:
             _refuse(f"{name} is outside the store's database {store.target.database}; "
                     "a reader reads only its tables and views")
     return canonical

@@ -196,6 +196,16 @@ def test_a_reader_is_refused_writes_files_urls_and_settings(up, sql):
     assert getattr(caught.value, "code", None) == want_code
 
 
+def test_a_reader_browses_the_catalog_as_bi_tools_do_but_not_other_system_tables(up):
+    tables = {r[0] for r in reader(up).query(
+        "SELECT name FROM system.tables WHERE database = currentDatabase()").result_rows}
+    columns = reader(up).query("SELECT name, type FROM system.columns WHERE database = currentDatabase() "
+                               "AND table = 'v_team_spend'").result_rows
+    assert {"v_team_spend", "gpu_samples"} <= tables and "team" in {c[0] for c in columns}
+    status, headers, body = http(up, "SELECT query FROM system.query_log")
+    assert (status, headers["X-ClickHouse-Exception-Code"]) == (403, "497"), body
+
+
 def test_a_reader_cannot_lift_readonly_or_the_limits(up):
     for params, code in [({"readonly": "0"}, 164), ({"max_execution_time": "0"}, 452),
                          ({"max_execution_time": "3600"}, 452), ({"max_result_rows": "1000000000"}, 452),

@@ -56,7 +56,8 @@ REFUSED = [
     (ADMIN, "CREATE TABLE x AS file('x.csv', 'CSV', 'a Int32')", "file() reads or writes"),
     (ADMIN, "CREATE DICTIONARY d (a UInt64) PRIMARY KEY a SOURCE(FILE(path '/etc/passwd' format 'CSV')) "
             "LAYOUT(FLAT()) LIFETIME(0)", "dictionaries are not allowed"),
-    (READER, "SELECT * FROM system.tables", "outside the store's database"),
+    (READER, "SELECT query FROM system.query_log", "outside the store's database"),
+    (READER, "SELECT * FROM system.processes", "outside the store's database"),
     (ADMIN, "INSERT INTO FUNCTION file('w.csv', 'CSV', 'a Int32') SELECT 1", "file() reads or writes"),
     (ADMIN, "CREATE TABLE x (a Int32) ENGINE = MergeTree ORDER BY a SETTINGS disk = disk(type = local, path = '/tmp/d/')",
      "disk(...) puts a table's data in any directory"),
@@ -77,6 +78,8 @@ ALLOWED = [
     (READER, "DESCRIBE TABLE t"), (READER, "EXISTS TABLE t"), (READER, "EXPLAIN SELECT 1"),
     (READER, "WITH x AS (SELECT 1 AS a) SELECT a FROM x"), (READER, "SELECT 'INTO OUTFILE' AS `FROM INFILE`"),
     (READER, "SELECT a /* file('x') */ FROM t -- INTO OUTFILE 'x'"),
+    (READER, "SELECT name, type FROM system.columns WHERE database = currentDatabase()"),   # BI tools' catalog
+    (READER, "SELECT name, value, readonly FROM system.settings LIMIT 10000"),              # clickhouse-connect
     (ADMIN, "INSERT INTO t VALUES (1)"), (ADMIN, "INSERT INTO t SELECT toInt32(number) FROM numbers(3)"),
     (ADMIN, "ALTER TABLE t DELETE WHERE a = 1"), (ADMIN, "CREATE TABLE u (a Int32) ENGINE = MergeTree ORDER BY a"),
     (ADMIN, "SELECT 1 SETTINGS max_threads = 1"), (ADMIN, "DROP TABLE IF EXISTS u"),
