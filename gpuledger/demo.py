@@ -150,11 +150,10 @@ def sql_reader(cfg, password_file: Path) -> str:
     ``password_file`` (readable by this user only); return how to query with it."""
     import os
     import secrets
+    import socket
 
     from base.settings import Secret
     from ingest.sql_config import SqlUser
-
-    import socket
 
     with socket.socket() as probe:
         try:
