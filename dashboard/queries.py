@@ -202,8 +202,8 @@ def filter_options(store) -> dict[str, tuple[list[str], int]]:
     most spend first, sorted; how many there are)}; names over MAX_VALUE characters left out."""
     def load():
         df = store.query_df(sql_text("queries/filter_options"), {"max_options": MAX_OPTIONS, "max_chars": MAX_VALUE})
-        return {kind: (df.loc[df["kind"] == kind, "value"].tolist(),
-                       int(df.loc[df["kind"] == kind, "seen"].max()) if (df["kind"] == kind).any() else 0)
+        parts = {kind: part for kind, part in df.groupby("kind")} if not df.empty else {}
+        return {kind: (parts[kind]["value"].tolist(), int(parts[kind]["seen"].max())) if kind in parts else ([], 0)
                 for kind in ("env", "team")}
     return _cached(("options", id(store)), load)
 
