@@ -25,11 +25,11 @@ table, and both fill the stage through the same checked SELECT (``checked_select
 from __future__ import annotations
 
 import csv
+import functools
 import glob
 import gzip
 import hashlib
 import logging
-import re
 import uuid
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -55,6 +55,7 @@ ACCEPTED_TS = limits.ACCEPTED_TS
 # a stage holds one file: its days may be many (a backfill), and numbers are read as text and checked
 FILL_SETTINGS = {**READ_SETTINGS, "max_partitions_per_insert_block": 0,
                  "input_format_json_read_numbers_as_strings": 1, "input_format_json_read_bools_as_strings": 1}
+_LINE_KIND = {"CSVWithNames": "csv", "TSVWithNames": "tsv", "JSONEachRow": "json"}
 SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz") + PROM_SUFFIXES
 
 
@@ -122,48 +123,6 @@ def check_columns(path: Path, columns: list[str], known: Iterable[str], required
         raise InputError(f"column(s) named twice: {', '.join(duplicated)}", path=str(path))
 
 
-def check_lines(path: Path, fmt: str, limit: int = limits.LINE_MAX) -> None:
-    """Refuse a text file with a line over ``limit`` bytes, naming its row and (as far as its first
-    ``limit`` bytes tell) its column, reading the file in blocks: a huge cell is never held whole."""
-    if fmt == "Parquet":
-        return
-    too_long = re.compile(rb"[^\n]{%d}" % (limit + 1))
-    opener = gzip.open if path.suffix == ".gz" else open
-    lines, carry = 0, b""
-    try:
-        with opener(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 22), b""):
-                text = carry + block
-                found = too_long.search(text)
-                if found:
-                    start = text.rfind(b"\n", 0, found.start()) + 1
-                    lines += text.count(b"\n", 0, start)
-                    raise InputError(f"a line of over {limit:,} bytes (at most {limits.LABEL_MAX} bytes per label, "
-                                     f"{limits.ID_MAX} per id); nothing from this file was stored", path=str(path),
-                                     row=lines + (fmt == "JSONEachRow"), column=_column_at(path, fmt, lines, text[start:start + limit]))
-                cut = text.rfind(b"\n") + 1
-                lines += text.count(b"\n", 0, cut)
-                carry = text[cut:][-limit - 1:]
-    except (OSError, EOFError) as exc:
-        raise InputError(f"cannot read the file ({exc})", path=str(path)) from None
-
-
-def _column_at(path: Path, fmt: str, line: int, start: bytes) -> str:
-    """The column whose value runs past ``start`` (the first bytes of line ``line``, 0-based)."""
-    text = start.decode("utf-8", "replace")
-    if fmt == "JSONEachRow":
-        keys = re.findall(r'"((?:[^"\\]|\\.)*)"\s*:', text)
-        return keys[-1] if keys else ""
-    if line == 0:
-        return ""
-    if fmt.startswith("TSV"):
-        fields = text.count("\t") + 1
-    else:    # commas outside quoted fields (the last one may be cut short)
-        fields = re.sub(r'"(?:[^"]|"")*("|$)', "", text).count(",") + 1
-    names = header(path, fmt)
-    return names[fields - 1] if 0 < fields <= len(names) else ""
-
-
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -192,7 +151,7 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
         promtext = path.name.lower().endswith(PROM_SUFFIXES)
         if not promtext:
             fmt = file_format(path)
-            check_lines(path, fmt)
+            limits.check_lines(path, _LINE_KIND.get(fmt, ""), functools.partial(header, path, fmt))
             columns = header(path, fmt)
             check_columns(path, columns, GPU_SAMPLE_COLUMNS, REQUIRED)
         digest = sha256(path)
@@ -402,6 +361,7 @@ def load_promtext(store, path: Path, repair=()) -> tuple[int, int]:
     from collector.sample_mapping import one_per_sample
     from ingest.writer import insert_rows
 
+    limits.check_lines(path, "prom")
     try:
         text = path.read_text(encoding="utf-8")
         when = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)

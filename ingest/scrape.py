@@ -40,6 +40,7 @@ from collector.dcgm import DCGM, GPULEDGER, records_from_text
 from collector.promtext import PromTextError
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
 from collector.sample_mapping import MetricMapping, mapping_from_config, one_per_sample
+from ingest import limits
 from ingest.writer import insert_batch, insert_valid
 
 log = logging.getLogger(__name__)
@@ -76,11 +77,15 @@ def fetch(url: str, timeout_s: float, token: str | None = None) -> str:
     try:
         with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
                                     timeout=timeout_s) as response:
-            return response.read().decode("utf-8", "replace")
+            body = response.read(limits.SCRAPE_MAX + 1)
     except urllib.error.HTTPError as e:
         raise ScrapeError(f"{url} answered {e.code} {e.reason}") from None
     except (OSError, ValueError) as e:
         raise ScrapeError(f"{url} does not answer ({getattr(e, 'reason', e)})") from None
+    if len(body) > limits.SCRAPE_MAX:
+        raise ScrapeError(f"{url} answered over {limits.SCRAPE_MAX >> 20} MiB of metrics; nothing of it was stored "
+                          "(scrape fewer series per target)")
+    return body.decode("utf-8", "replace")
 
 
 class ScrapeJob:

@@ -3,8 +3,9 @@
 * ``Writer`` batches records (value types from collector.records, or tuples) and inserts them
   ``batch_rows`` at a time, each batch with an insert deduplication token so a retried batch is
   stored once (local sampling, the demo, scrapes and remote_write use it through ``insert_rows``).
-* ``insert_batch`` stores an agent's batch under its own id as token (the receiver, and
-  ``StoreDestination`` for an agent writing straight to a ClickHouse server).
+* ``insert_batch`` stores an agent's batch under its own id as token, checked like the
+  receiver's (``StoreDestination`` for an agent writing straight to a ClickHouse server, and
+  local sampling).
 * ``insert_valid`` stores the rows that fit the table and reports the others (``RowProblem``):
   values are checked against the column types first (an unsigned column gets no negative, an
   integer fits its width, a float is finite, text is within its length (``ingest.limits``), a time
@@ -93,14 +94,19 @@ _CODE = re.compile(r"Code: (\d+)")
 
 
 def insert_batch(store, batch: Batch) -> int:
-    """Insert the batch with its id as deduplication token; BatchRejected for refused data."""
+    """Insert the batch with its id as deduplication token, its rows checked like the receiver's
+    (``insert_valid``); BatchRejected when the store refuses data (the good rows are stored)."""
     try:
-        return store.insert(batch.table, batch.rows, batch.columns, token=batch.id)
+        stored, problems = insert_valid(store, batch.table, batch.columns, batch.rows, batch.id)
     except Exception as exc:
         if is_data_error(exc):
             raise BatchRejected(f"the store refused batch {batch.id} for {batch.table}: "
                                 f"{first_line(exc)}") from exc
         raise
+    if problems:
+        raise BatchRejected(f"the store refused batch {batch.id} for {batch.table}: {len(problems)} of "
+                            f"{len(batch.rows)} rows refused, {stored} stored; first: {problems[0]}")
+    return stored
 
 
 def is_data_error(exc: Exception) -> bool:
@@ -173,7 +179,7 @@ def value_problem(ch_type: str, value) -> str | None:
             return f"{_show(value)} is not a time (milliseconds since the epoch, UTC)"
         aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
         if not TIME_MIN <= aware <= TIME_MAX:
-            return f"{value.isoformat()} is outside the accepted times 2000-01-01..2299-12-31"
+            return f"{value.isoformat()} is outside the accepted times ({limits.ACCEPTED_TS})"
         return None
     return None
 

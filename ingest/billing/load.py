@@ -18,8 +18,10 @@ Rules an operator can rely on:
   (unterminated quote, short last row without a line break) is refused; so is an input with more
   than ``max_quarantined_share`` of its rows quarantined (default 0: any). Nothing is stored then.
 * **Bad rows are kept aside** when that share allows. Unparseable numbers, timestamps,
-  currencies, Tags go to ``billing_quarantine`` with file, row, column, reason and the raw row;
-  the rest loads. Negative costs (credits, refunds) are data. Currencies are stored as given.
+  currencies, Tags, and text over its column's length (``ingest.limits``: ids such as ResourceId
+  2048 bytes, other labels 256, a tag key or value 512) go to ``billing_quarantine`` with file,
+  row, column, reason and the raw row; the rest loads. A CSV or JSON line over 1 MiB refuses the
+  file (naming row and column) before anything is parsed. Negative costs (credits, refunds) are data. Currencies are stored as given.
 * **One provider, one partition.** ProviderName aliases (``Amazon Web Services`` = ``AWS``, …)
   are stored under one name (``stage.PROVIDER_ALIASES``).
 
@@ -42,6 +44,7 @@ from base.errors import InputError, StoreError
 from base.sqlfiles import sql
 from collector.billing import adapters
 from collector.billing.focus import HeaderMatch, match_header
+from ingest import limits
 from ingest.billing import stage
 from ingest.billing.config import MAX_QUARANTINED_SHARE
 from ingest.billing.read import check_complete, csv_frame, file_source, first_error_line, frame_source, kind_of, read_header
@@ -153,9 +156,11 @@ def describe(path: Path, label: str, fmt: str | None) -> Input:
     if path.name.lower().endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")):
         if fmt not in (None, "gcp"):
             raise InputError(f"JSON files are read as GCP billing export rows, not as {fmt}", path=label)
+        limits.check_lines(path, "json", label=label)
         return Input(label, "gcp-export", frame=lambda: adapters.read_native(path, "gcp", label))
     header = read_header(path)
     if kind_of(str(path)) == "csv":
+        limits.check_lines(path, "csv", lambda: header, label)
         check_complete(path, len(header))
     kind = fmt or adapters.sniff(header)
     if kind is None:

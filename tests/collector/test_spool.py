@@ -107,4 +107,6 @@ def test_a_refused_batch_is_dropped_not_retried_forever(tmp_path, store, caplog)
         assert shipper.ship() == 2
     assert shipper.rejected_batches == 1 and shipper.sent_batches == 1
     assert "refused batch node-1/gpu_samples/0" in caplog.text
-    assert store.scalar("SELECT count() FROM gpu_samples") == 3
+    assert "1 of 3 rows refused, 2 stored" in caplog.text
+    # the refused row alone is left out: batch 1's 3 rows and batch 0's 2 good ones are stored
+    assert store.scalar("SELECT count() FROM gpu_samples") == 5

@@ -124,3 +124,13 @@ def test_limits_name_every_text_column_of_the_telemetry_tables(store):
         assert text and all(limits.max_bytes(c) in (limits.LABEL_MAX, limits.ID_MAX, limits.TEXT_MAX) for c in text)
     assert {c for c in GPU_SAMPLE_COLUMNS if limits.max_bytes(c) == limits.ID_MAX} == \
         {"instance_id", "gpu_uuid", "mig_instance", "pci_bus_id", "image", "k8s_pod"}
+
+
+def test_a_multi_megabyte_line_in_a_prom_file_is_refused_before_parsing(store, tmp_path):
+    path = tmp_path / "huge.prom"
+    path.write_text('DCGM_FI_DEV_GPU_UTIL{UUID="GPU-1",Hostname="h"} 5\n'
+                    'DCGM_FI_DEV_GPU_UTIL{UUID="GPU-2",Hostname="h",pod="' + "p" * (3 << 20) + '"} 5\n')
+    error = _refused(store, path)
+    print(f"{path.stat().st_size:,}-byte .prom: {str(error)[-160:]}")
+    assert error.row == 2 and f"a line of over {limits.LINE_MAX:,} bytes" in str(error)
+    assert count(store) == 0

@@ -11,6 +11,7 @@ import time
 import pytest
 import requests
 
+from base.errors import BatchRejected
 from base.settings import Secret
 from ingest.scrape import ScrapeJob
 from ingest.telemetry_config import ScrapeTarget
@@ -90,3 +91,32 @@ def test_a_scrape_refuses_bad_rows_by_name_and_keeps_going(store, caplog):
     assert got == [("GPU-1", 50.0, 2000 * 1024 * 1024), ("GPU-8", 60.0, None)]
     assert all("dcgm-rack-4" in w and "6 of 8 rows refused, 2 stored" in w for w in warnings), warnings
     assert "GPU-2" in warnings[0] and "mem_used_bytes" in warnings[0]
+
+
+def test_a_scrape_answer_over_the_cap_is_refused_whole(store):
+    from ingest.limits import SCRAPE_MAX
+    from ingest.scrape import ScrapeError
+
+    with TextServer(dcgm(1, 50) + "# " + "x" * SCRAPE_MAX + "\n") as server:
+        job = ScrapeJob(store, ScrapeTarget("huge", server.url, format="dcgm"))
+        with pytest.raises(ScrapeError, match="over 64 MiB of metrics"):
+            job()
+    assert store.scalar("SELECT count() FROM gpu_samples") == 0
+
+
+def test_an_agent_writing_straight_to_the_store_gets_the_same_checks(store):
+    """``StoreDestination`` (an agent with a ClickHouse server DSN) and local sampling insert
+    through ``insert_batch``: a bad row is refused by name, the good rows are stored once."""
+    from collector.records import GPU_SAMPLE_COLUMNS
+    from ingest.writer import StoreDestination
+    from tests.helpers import batch as make_batch
+
+    b = make_batch(1, rows=3)
+    b.rows[1][GPU_SAMPLE_COLUMNS.index("team")] = "t" * 1000
+    destination = StoreDestination(lambda: store)
+    for _ in range(2):                                     # a resend stores nothing twice
+        with pytest.raises(BatchRejected) as info:
+            destination.send(b)
+    print(info.value)
+    assert "1 of 3 rows refused, 2 stored" in str(info.value) and "row 1 column team: 1,000 bytes" in str(info.value)
+    assert store.rows("SELECT gpu_uuid FROM gpu_samples ORDER BY gpu_uuid") == [("GPU-0",), ("GPU-2",)]
