@@ -232,7 +232,7 @@ class ClusterSchema:
         return f"{m.group(1).upper()} TABLE {m.group(2) or ''}{target} {self.on()}{' ' + m.group(4) if m.group(4) else ''}"
 
     def _access(self, text: str) -> str:
-        m = re.match(r"(CREATE\s+(?:SETTINGS\s+PROFILE|ROLE|USER|ROW\s+POLICY|QUOTA)\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+        m = re.match(r"(CREATE\s+(?:SETTINGS\s+PROFILE|ROLE|USER|ROW\s+POLICY|QUOTA)\s+(?:(?:IF\s+NOT\s+EXISTS|OR\s+REPLACE)\s+)?"
                      rf"(?:{_IDENT}))", text, re.I | re.S)
         return f"{m.group(1)} {self.on()}{self._database_grants(text[m.end():])}"
 
