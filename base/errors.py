@@ -9,7 +9,8 @@ and keeps its traceback.
     │   └── MappingError      a scrape mapping names a column gpu_samples does not have
     ├── StoreError            the ClickHouse store cannot be used
     │   ├── StoreLocked       an embedded store directory is owned by another process
-    │   └── StoreUnreachable  a ClickHouse server does not answer
+    │   ├── StoreUnreachable  a ClickHouse server does not answer
+    │   └── PlatformUnreachable  the platform holding an embedded store does not take a command
     ├── MigrationError        the store's schema cannot be brought to this code's version
     ├── SchemaError           the cluster DDL cannot be generated from sql/
     ├── SqlFileError          a file in sql/ is missing or malformed, or a placeholder is unfilled
@@ -66,6 +67,11 @@ class StoreLocked(StoreError):
 
 class StoreUnreachable(StoreError):
     pass
+
+
+class PlatformUnreachable(StoreError):
+    """The running platform that holds an embedded store (``gpuledger up``) does not answer, or
+    refuses the command's token (gpuledger/link.py)."""
 
 
 class MigrationError(GpuledgerError):

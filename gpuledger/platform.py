@@ -3,6 +3,10 @@
 Parts register themselves on the ``Platform``: routes on ``platform.web`` (a Flask app; the
 dashboard and the ingest endpoints mount here) and jobs on ``platform.scheduler``
 (APScheduler). ``/healthz`` reports the store and every part's last run.
+
+A job holds a named lock while it runs (``Platform.lock``, by default the job's name), and skips
+its turn when the lock is taken: a command run inside the platform (``gpuledger.remote``) takes
+the same lock, so a CLI-triggered rollup and the scheduled one never run at once.
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ class Platform:
         self._server = None
         self.services: list = []           # side servers (the SQL port): start(host) / stop()
         self._stopping = threading.Event()
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
         self.web.add_url_rule("/healthz", "healthz", self.health)
 
     def add_part(self, name: str, detail: str = "") -> None:
@@ -42,17 +48,29 @@ class Platform:
         """A server of its own (``start(host)``, ``stop()``), run while the platform serves."""
         self.services.append(service)
 
-    def add_job(self, name: str, func, seconds: int) -> None:
-        """Run ``func()`` every ``seconds``; its outcome shows in /healthz, its errors in the log."""
+    def lock(self, name: str) -> threading.Lock:
+        """The lock named ``name``, shared by the jobs and commands whose work must not overlap."""
+        with self._locks_guard:
+            return self._locks.setdefault(name, threading.Lock())
+
+    def add_job(self, name: str, func, seconds: int, lock: str | None = None) -> None:
+        """Run ``func()`` every ``seconds`` holding ``lock(lock or name)``, skipping a turn while it
+        is taken; its outcome shows in /healthz, its errors in the log."""
         self.add_part(name, f"every {seconds}s")
+        held = self.lock(lock or name)
 
         def run():
+            if not held.acquire(blocking=False):
+                log.info("job %s skipped: a command run through the platform holds its lock", name)
+                return
             try:
                 func()
                 self.parts[name]["last_ok"] = _now()
             except Exception as exc:  # a failing job must not stop the platform
                 self.parts[name]["last_error"] = f"{_now()}: {type(exc).__name__}: {exc}"[:500]
                 log.exception("job %s failed", name)
+            finally:
+                held.release()
 
         self.scheduler.add_job(run, "interval", seconds=seconds, id=name, next_run_time=datetime.now(timezone.utc))
 
@@ -132,7 +150,7 @@ def build_platform(config, store, *, auth: bool = True, clock=None) -> Platform:
     platform.add_job("rollup", lambda: rollup(store, config, now=clock()), seconds=config.analytics.interval_minutes * 60)
     if config.billing.sources:
         platform.add_job("billing-pull", lambda: pull_sources(store, config.billing, time.time),
-                         seconds=config.billing.interval_minutes * 60)
+                         seconds=config.billing.interval_minutes * 60, lock="billing")
     install_alerts(platform, config, clock=clock)
     from ingest.telemetry import register_telemetry
 
@@ -143,6 +161,10 @@ def build_platform(config, store, *, auth: bool = True, clock=None) -> Platform:
     from ingest.sql_http import install as install_sql
 
     install_sql(platform, config, store)
+    if store.target.embedded:     # commands beside the platform (last: it announces the SQL port too)
+        from gpuledger.remote import install as install_remote
+
+        install_remote(platform)
     return platform
 
 

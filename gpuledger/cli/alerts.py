@@ -10,11 +10,10 @@
 from __future__ import annotations
 
 import getpass
-import sys
 from datetime import datetime, timezone
 
 from base.errors import AlertsError, ChannelError, SilenceError
-from gpuledger.cli.common import open_store
+from gpuledger.cli.common import beside, open_store
 from gpuledger.cli.output import render
 
 CHECK_COLUMNS = ["state", "severity", "alertname", "value", "labels", "summary", "delivered_to", "note"]
@@ -45,30 +44,29 @@ def check_rows(report) -> list[tuple]:
     return rows
 
 
-def cmd_check(args, cfg) -> int:
+def run_check(args, cfg, store, con) -> int:
     from alerts.actions import check
     from alerts.clock import iso
 
-    store = open_store(cfg, args.store)
     report = check(store, cfg, send=args.send, at=parse_time(args.at), rules=args.rule)
-    sys.stdout.write(render(CHECK_COLUMNS, check_rows(report), args.format))
+    con.out(render(CHECK_COLUMNS, check_rows(report), args.format))
     if args.format == "table":
         firing = len(report.firing)
-        print(f"{report.rules} rule(s) evaluated at {iso(report.at)} in {report.duration_s:.2f} s: "
-              f"{firing} firing, {len(report.in_state('pending'))} pending"
-              + (f", {len(report.muted)} silenced or inhibited" if report.muted else ""))
+        con.print(f"{report.rules} rule(s) evaluated at {iso(report.at)} in {report.duration_s:.2f} s: "
+                  f"{firing} firing, {len(report.in_state('pending'))} pending"
+                  + (f", {len(report.muted)} silenced or inhibited" if report.muted else ""))
         lost = [st for st in report.firing if not report.destinations.get(st.fingerprint)]
         if lost:
-            print(f"{len(lost)} firing alert(s) would be delivered nowhere: no rule channel, route, team contact "
-                  "([[teams]] contact) or alerts.default_channels sends them anywhere")
+            con.print(f"{len(lost)} firing alert(s) would be delivered nowhere: no rule channel, route, team contact "
+                      "([[teams]] contact) or alerts.default_channels sends them anywhere")
         if args.send and report.delivery is not None:
             d = report.delivery
-            print(f"{len(report.notifications)} notification(s) decided; {len(d.delivered)} delivered, "
-                  f"{len(d.retrying)} to retry, {len(d.failed)} failed")
+            con.print(f"{len(report.notifications)} notification(s) decided; {len(d.delivered)} delivered, "
+                      f"{len(d.retrying)} to retry, {len(d.failed)} failed")
         elif report.notifications:
-            print(f"{len(report.notifications)} notification(s) would be sent (run with --send to send them)")
+            con.print(f"{len(report.notifications)} notification(s) would be sent (run with --send to send them)")
     for error in report.errors.values():
-        print(f"gpuledger: rule error: {error}", file=sys.stderr)
+        con.err(f"gpuledger: rule error: {error}\n")
     return 1 if report.errors else 0
 
 
@@ -128,42 +126,39 @@ def cmd_digest(args, cfg) -> int:
 SILENCE_COLUMNS = ["id", "state", "matchers", "starts_at", "ends_at", "created_by", "comment"]
 
 
-def cmd_silence_add(args, cfg) -> int:
+def run_silence_add(args, cfg, store, con) -> int:
     from alerts.clock import iso, system_clock
     from alerts.durations import parse_duration
     from alerts.silences import create_silence
 
-    store = open_store(cfg, args.store)
     try:
         duration = parse_duration(args.duration)
     except ValueError as exc:
         raise SilenceError(str(exc)) from None
     silence = create_silence(store, args.matchers, author=args.author, comment=args.comment,
                              now=system_clock(), duration_s=duration, starts_at=parse_time(args.start))
-    print(f"silence {silence.id} created: {' '.join(map(str, silence.matchers))} until "
-          f"{iso(silence.ends_at)} by {silence.created_by}")
+    con.print(f"silence {silence.id} created: {' '.join(map(str, silence.matchers))} until "
+              f"{iso(silence.ends_at)} by {silence.created_by}")
     return 0
 
 
-def cmd_silence_list(args, cfg) -> int:
+def run_silence_list(args, cfg, store, con) -> int:
     from alerts.clock import iso, system_clock
     from alerts.silences import list_silences
 
-    store = open_store(cfg, args.store)
     now = system_clock()
     rows = [(s.id, s.state(now), " ".join(map(str, s.matchers)), iso(s.starts_at), iso(s.ends_at), s.created_by,
              s.comment) for s in list_silences(store, now, include_expired=args.all)]
-    sys.stdout.write(render(SILENCE_COLUMNS, rows, args.format))
+    con.out(render(SILENCE_COLUMNS, rows, args.format))
     return 0
 
 
-def cmd_silence_expire(args, cfg) -> int:
+def run_silence_expire(args, cfg, store, con) -> int:
     from alerts.clock import system_clock
     from alerts.silences import expire_silence
 
-    store = open_store(cfg, args.store)
     silence = expire_silence(store, args.id, now=system_clock(), author=args.author)
-    print(f"silence {silence.id} expired; the alerts it held back are notified on the next round")
+    con.print(f"silence {silence.id} expired; the alerts it held back are notified on the next round")
     return 0
 
 
@@ -176,7 +171,7 @@ def add_commands(sub) -> None:
     p.add_argument("--at", metavar="TIME", help="evaluate as of this UTC time (ISO 8601) instead of now")
     p.add_argument("--rule", action="append", metavar="NAME", help="only this rule (repeatable)")
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=cmd_check)
+    p.set_defaults(func=beside(run_check))
 
     p = actions.add_parser("test", help="send a test notification through a channel")
     p.add_argument("channel", metavar="CHANNEL", help="a channel name from alerts.channels")
@@ -196,15 +191,15 @@ def add_commands(sub) -> None:
     p.add_argument("--duration", default="2h", help="how long, e.g. 30m, 2h, 3d (default 2h)")
     p.add_argument("--author", default=_user(), help="who (default: the current user)")
     p.add_argument("--start", metavar="TIME", help="start later, at this UTC time (ISO 8601)")
-    p.set_defaults(func=cmd_silence_add)
+    p.set_defaults(func=beside(run_silence_add))
     p = ops.add_parser("list", help="list active and pending silences")
     p.add_argument("--all", action="store_true", help="include expired silences")
     p.add_argument("--format", choices=("table", "json"), default="table")
-    p.set_defaults(func=cmd_silence_list)
+    p.set_defaults(func=beside(run_silence_list))
     p = ops.add_parser("expire", help="end a silence now")
     p.add_argument("id", metavar="ID")
     p.add_argument("--author", default=_user(), help="who (default: the current user)")
-    p.set_defaults(func=cmd_silence_expire)
+    p.set_defaults(func=beside(run_silence_expire))
 
 
 def _user() -> str:

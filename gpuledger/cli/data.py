@@ -1,11 +1,12 @@
 """``gpuledger init | ingest samples | ingest billing | query | rollup``: the store's data."""
 from __future__ import annotations
 
-import sys
+import tempfile
 from datetime import date
+from pathlib import Path
 
 from base.errors import QueryError, first_line
-from gpuledger.cli.common import open_store, progress
+from gpuledger.cli.common import beside, open_store
 
 
 def add_commands(sub) -> None:
@@ -17,26 +18,26 @@ def add_commands(sub) -> None:
     p = ingest_sub.add_parser("samples", help="GPU samples from CSV / Parquet files (backfill)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or glob patterns")
     p.add_argument("--force", action="store_true", help="load files even if the same content was loaded before")
-    p.set_defaults(func=cmd_ingest_samples)
+    p.set_defaults(func=beside(run_ingest_samples, files=sample_files))
 
     p = ingest_sub.add_parser("billing", help="cloud bills: FOCUS, AWS CUR, Azure exports, GCP billing export; files, dirs, globs, s3://")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, glob patterns or s3://bucket/prefix")
     p.add_argument("--format", choices=("focus", "aws-cur", "azure", "azure-actual", "azure-amortized", "gcp"),
                    help="the files' format (default: sniffed from their columns)")
-    p.set_defaults(func=cmd_ingest_billing)
+    p.set_defaults(func=beside(run_ingest_billing, files=billing_files))
 
     p = sub.add_parser("query", help="run SQL against the store and print the result")
     p.add_argument("sql")
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
     p.add_argument("--write", action="store_true",
                    help="allow statements that change the store's tables (never files, URLs or other servers)")
-    p.set_defaults(func=cmd_query)
+    p.set_defaults(func=beside(run_query))
 
     p = sub.add_parser("rollup", help="derive rollups, idle windows, costs, spend and findings (backfill)")
     p.add_argument("--since", type=date.fromisoformat, help="first day (YYYY-MM-DD; default: analytics.lookback_days ago)")
     p.add_argument("--until", type=date.fromisoformat, help="last day (default: today)")
     p.add_argument("--force", action="store_true", help="recompute days even if their inputs did not change")
-    p.set_defaults(func=cmd_rollup)
+    p.set_defaults(func=beside(run_rollup))
 
 
 def cmd_init(args, cfg) -> int:
@@ -47,30 +48,56 @@ def cmd_init(args, cfg) -> int:
     return 0
 
 
-def cmd_ingest_samples(args, cfg) -> int:
+def sample_files(args) -> list[tuple[Path, str]]:
+    from ingest.samples import expand
+
+    return [(path, str(path)) for path in expand(args.paths)]
+
+
+def billing_files(args) -> list[tuple[Path, str]]:
+    """The local files of ``args.paths``; s3:// URLs are left to the platform to download."""
+    from base.errors import InputError
+    from ingest.billing.load import SUFFIXES
+    from ingest.samples import expand
+
+    local = [p for p in args.paths if not p.startswith("s3://")]
+    found = [(path, str(path)) for path in expand(local, SUFFIXES)] if local else []
+    if not found and len(local) == len(args.paths):
+        raise InputError("no billing files found (expected .csv, .csv.gz, .parquet or .json[l] files)",
+                         path=", ".join(map(str, args.paths)))
+    return found
+
+
+def run_ingest_samples(args, cfg, store, con) -> int:
     from ingest.samples import ingest_samples
 
-    store = open_store(cfg, args.store)
-    report = ingest_samples(store, args.paths, progress=progress, force=args.force)
-    print(f"loaded {report.rows:,} rows from {report.files_loaded} file(s); {report.files_skipped} already loaded, skipped")
+    report = ingest_samples(store, args.paths, progress=con.progress, force=args.force)
+    con.print(f"loaded {report.rows:,} rows from {report.files_loaded} file(s); {report.files_skipped} already loaded, skipped")
     return 0
 
 
-def cmd_ingest_billing(args, cfg) -> int:
-    from ingest.billing.load import ingest_billing
+def run_ingest_billing(args, cfg, store, con) -> int:
+    from ingest.billing.load import describe, ingest_billing, load_inputs, locate
 
-    store = open_store(cfg, args.store)
-    report = ingest_billing(store, args.paths, fmt=args.format, progress=progress,
-                            max_quarantined_share=cfg.billing.max_quarantined_share)
-    print(report.summary())
+    share = cfg.billing.max_quarantined_share
+    uploads = getattr(args, "uploads", None)   # [(path here, its name on the CLI's machine)]: gpuledger.remote
+    if uploads is None:
+        report = ingest_billing(store, args.paths, fmt=args.format, progress=con.progress, max_quarantined_share=share)
+    else:                                      # ingest_billing's steps, each file under the name it was sent with
+        with tempfile.TemporaryDirectory(prefix="gpuledger-billing-") as tmp:
+            s3 = [p for p in args.paths if p.startswith("s3://")]
+            located = list(uploads) + (locate(s3, None, Path(tmp), con.progress) if s3 else [])
+            inputs = [describe(path, label, args.format) for path, label in located]
+            report = load_inputs(store, inputs, con.progress, max_quarantined_share=share)
+        con.progress(report.summary())
+    con.print(report.summary())
     return 0
 
 
-def cmd_query(args, cfg) -> int:
+def run_query(args, cfg, store, con) -> int:
     from gpuledger.cli.output import render
     from ingest.sqlguard import ADMIN, READER, check_query
 
-    store = open_store(cfg, args.store)
     canonical = check_query(store, args.sql, ADMIN if args.write else READER)
     runner = store if args.write else store.read_only()
     try:   # a reader runs what was checked; an admin its own text (an INSERT's inline rows are not in the canonical one)
@@ -82,15 +109,17 @@ def cmd_query(args, cfg) -> int:
         if "DB::Exception" in text:
             raise QueryError(first_line(exc)) from None
         raise
-    sys.stdout.write(render(list(result.column_names), result.result_rows, args.format))
+    finally:
+        if runner is not store:
+            runner.close()
+    con.out(render(list(result.column_names), result.result_rows, args.format))
     return 0
 
 
-def cmd_rollup(args, cfg) -> int:
+def run_rollup(args, cfg, store, con) -> int:
     from ingest.rollup.run import rollup
 
-    store = open_store(cfg, args.store)
-    report = rollup(store, cfg, since=args.since, until=args.until, force=args.force, progress=progress)
-    print(f"derived {len(report.days)} day(s), {report.idle_windows} idle windows, "
-          f"{report.findings} compliance findings in {report.seconds:.1f} s")
+    report = rollup(store, cfg, since=args.since, until=args.until, force=args.force, progress=con.progress)
+    con.print(f"derived {len(report.days)} day(s), {report.idle_windows} idle windows, "
+              f"{report.findings} compliance findings in {report.seconds:.1f} s")
     return 0

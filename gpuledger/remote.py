@@ -1,0 +1,197 @@
+"""Commands run inside the platform: ``POST /api/v1/cli`` (the client side, the link file and the
+wire format are in ``gpuledger.link``).
+
+    install(platform)          # in build_platform, on an embedded store; last, after the SQL port
+
+Only the commands the CLI makes with ``gpuledger.cli.common.beside`` run here (query, rollup,
+ingest samples|billing, alerts check, alerts silence add|list|expire): the request's argv is
+parsed by the CLI's own parser, and that command's ``run(args, cfg, store, con)`` runs with the
+platform's config, a handle of its own on the platform's store, and a console whose lines
+stream back as they are written. The files of ``ingest`` arrive in the request body; they are
+kept in a private temporary directory for the load and shown under the names they were sent
+with. Work that must not overlap with the platform's own jobs takes the job's lock
+(``Platform.lock``): a rollup waits for the scheduled one (and the scheduled one skips its turn
+while a command's runs), a billing load for the billing pull, ``alerts check --send`` for the
+alerts round; sample loads run one at a time.
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import queue
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from flask import Response, request
+
+from base.errors import GpuledgerError, first_line
+from gpuledger import link
+
+log = logging.getLogger(__name__)
+
+MAX_HEAD = 1 << 20
+UPLOAD_PREFIX = "gpuledger-upload-"
+UPLOADED = re.compile(re.escape(tempfile.gettempdir()) + "/" + UPLOAD_PREFIX + r"\w+/\d+/")
+# the command's run function -> the platform lock it takes (alerts check only with --send)
+LOCKS = {"run_rollup": "rollup", "run_ingest_billing": "billing", "run_ingest_samples": "ingest-samples",
+         "run_check": "alerts"}
+
+
+class Bad(Exception):
+    """A request this endpoint cannot take (answered 400; never reaches an operator as a traceback)."""
+
+
+def install(platform) -> None:
+    """Serve ``POST /api/v1/cli`` and announce the platform in its store directory while it serves."""
+    store_dir = Path(platform.store.target.path)
+    announcement = Announcement(platform, store_dir)
+    platform.add_service(announcement)
+
+    def cli():
+        if not announcement.token or not hmac.compare_digest(
+                request.headers.get("Authorization", "").encode(), f"Bearer {announcement.token}".encode()):
+            return Response(json.dumps({"error": "a valid token from the store's link file is required"}) + "\n",
+                            401, content_type="application/json")
+        try:
+            args, run, uploads_dir = receive(request)
+        except Bad as exc:
+            return Response(json.dumps({"error": str(exc)}) + "\n", 400, content_type="application/json")
+        return Response(stream(platform, args, run, uploads_dir), content_type="application/x-ndjson",
+                        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+    platform.web.add_url_rule(link.PATH, "cli", cli, methods=["POST"])
+    platform.add_part("cli", f"commands beside the platform ({link.PATH}; announced in {link.link_path(store_dir)})")
+
+
+class Announcement:
+    """The link file as a platform service: written once the platform serves, removed when it stops."""
+
+    def __init__(self, platform, store_dir: Path):
+        self.platform, self.store_dir, self.token = platform, store_dir, ""
+
+    def start(self, host: str) -> None:
+        web_host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+        web_host = f"[{web_host}]" if ":" in web_host else web_host
+        sql = next((s for s in self.platform.services if hasattr(s, "port") and s is not self and s.port), None)
+        info = link.write_link(self.store_dir, f"http://{web_host}:{self.platform.port}", getattr(sql, "port", None))
+        self.token = info["token"]
+        log.info("commands beside the platform: announced in %s", link.link_path(self.store_dir))
+
+    def stop(self) -> None:
+        if self.token:
+            link.remove_link(self.store_dir, self.token)
+            self.token = ""
+
+
+def receive(req):
+    """(args, run, uploads dir or None) of a request: its argv parsed, its files saved."""
+    from gpuledger.cli import parser
+
+    stream = req.stream
+    try:
+        head = json.loads(stream.readline(MAX_HEAD))
+        argv, files = list(map(str, head["argv"])), head.get("files") or []
+        sizes = [(str(f["name"]), int(f["size"])) for f in files]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Bad(f"the request does not start with the command's JSON line: {exc}") from None
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit:
+        raise Bad(f"not a gpuledger command line: {' '.join(argv)[:300]}") from None
+    run = getattr(args.func, "run", None)
+    if run is None:
+        raise Bad(f"`gpuledger {' '.join(argv)[:100]}` does not run through the platform")
+    if sizes and not getattr(args.func, "files", None):
+        raise Bad("this command takes no files")
+    uploads_dir = None
+    if getattr(args.func, "files", None):
+        uploads_dir = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX))
+        try:
+            args.uploads = [(save(stream, uploads_dir / str(i) / _safe_name(name), size), name)
+                            for i, (name, size) in enumerate(sizes)]
+        except BaseException:
+            shutil.rmtree(uploads_dir, ignore_errors=True)
+            raise
+        args.paths = [str(path) for path, _ in args.uploads] + [p for p in args.paths if p.startswith("s3://")]
+    return args, run, uploads_dir
+
+
+def save(stream, path: Path, size: int) -> Path:
+    path.parent.mkdir(parents=True)
+    left = size
+    with open(path, "wb") as handle:
+        while left:
+            block = stream.read(min(left, link.BLOCK))
+            if not block:
+                raise Bad(f"the request ended {left} bytes before the end of {path.name}")
+            handle.write(block)
+            left -= len(block)
+    return path
+
+
+def _safe_name(name: str) -> str:
+    base = Path(name.replace("\\", "/")).name
+    return base if base not in ("", ".", "..") and "\x00" not in base else "file"
+
+
+def stream(platform, args, run, uploads_dir: Path | None):
+    """Run the command in a thread; yield its console's lines as JSON lines, then its status."""
+    from gpuledger.cli.common import Console
+
+    names = [(str(path), name) for path, name in getattr(args, "uploads", [])]
+    names += [(str(Path(path).resolve()), name) for path, name in getattr(args, "uploads", [])]
+
+    def shown(text: str) -> str:        # uploaded copies under the names they were sent with
+        for here, there in names:
+            text = text.replace(here, there)
+        return UPLOADED.sub("", text)     # and those of earlier loads (ingested_files.path) by file name
+
+    lines: queue.SimpleQueue = queue.SimpleQueue()
+    con = Console(out=lambda text: lines.put({"out": shown(text)}), err=lambda text: lines.put({"err": shown(text)}))
+    command = " ".join(args.argv if hasattr(args, "argv") else [])
+
+    def work():
+        try:
+            lines.put({"exit": run_locked(platform, args, run, con)})
+        except GpuledgerError as exc:
+            lines.put({"exit": 2, "error": shown(str(exc))})
+        except Exception as exc:     # a bug: its traceback goes to the platform's log
+            log.exception("command %s failed", run.__name__)
+            lines.put({"exit": 1, "error": f"the platform failed running the command ({type(exc).__name__}: "
+                                           f"{shown(first_line(exc))}); its log has the traceback"})
+        finally:
+            if uploads_dir is not None:
+                shutil.rmtree(uploads_dir, ignore_errors=True)
+
+    threading.Thread(target=work, name=f"cli {command}"[:60], daemon=True).start()
+    yield b'{"started": true}\n'
+    while True:
+        message = lines.get()
+        yield json.dumps(message).encode() + b"\n"
+        if "exit" in message:
+            return
+
+
+def run_locked(platform, args, run, con) -> int:
+    """``run`` on a handle of its own, holding the platform lock its work shares with a job."""
+    name = LOCKS.get(run.__name__)
+    if run.__name__ == "run_check" and not args.send:
+        name = None
+    store = platform.store.clone()
+    try:
+        if name is None:
+            return run(args, platform.config, store, con)
+        lock = platform.lock(name)
+        if not lock.acquire(blocking=False):
+            con.progress(f"waiting for the platform's running {name} to finish")
+            lock.acquire()
+        try:
+            return run(args, platform.config, store, con)
+        finally:
+            lock.release()
+    finally:
+        store.close()
