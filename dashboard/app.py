@@ -1,7 +1,8 @@
 """The dashboard: a Dash multi-page app (``dash.page_registry``) on the platform's Flask server.
 
 ``mount(platform, config, store)`` is the one entry point: it builds the app on
-``platform.web`` at ``/``, reads through a read-only handle of ``store`` and puts the dashboard's
+``platform.web`` at ``/``, reads through a pool of read-only handles of ``store`` with a result
+cache that every finished derivation empties (dashboard/reader.py) and puts the dashboard's
 routes (never ``/healthz`` or the ingest endpoints) behind authentication unless ``auth=False``
 (``--no-auth``, for the local demo). Pages live in ``dashboard/pages/``, one file each; their
 ``layout(**query)`` turns the URL's query string into filters.
@@ -18,6 +19,7 @@ from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
 from dashboard import focus, ids, state
 from dashboard.auth import Authenticator, current_user, protect
 from dashboard.config import DashboardConfig
+from dashboard.reader import reader_for
 
 log = logging.getLogger(__name__)
 HERE = Path(__file__).resolve().parent
@@ -30,7 +32,7 @@ def mount(platform, config, store, *, auth: bool = True, clock=state.utc_now) ->
     analytics = getattr(config, "analytics", None)
     server = platform.web
     server.extensions[state.KEY] = state.DashboardState(
-        store=store.read_only(), writer=store, cfg=cfg,
+        store=reader_for(store), writer=store, cfg=cfg,
         baseline_quantile=getattr(analytics, "baseline_quantile", 0.1),
         saturated_pct=getattr(analytics, "saturated_pct", 85.0), clock=clock)
     before = set(server.view_functions)

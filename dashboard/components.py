@@ -10,8 +10,8 @@ import pandas as pd
 from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 
 from dashboard import ids, queries, state
-from dashboard.filters import PRESET_LABELS, Filters
 from dashboard.figures import short
+from dashboard.filters import PRESET_LABELS, Filters
 
 GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
 

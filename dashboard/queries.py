@@ -6,10 +6,13 @@ read views and rollups only: what needs no hourly resolution reads the daily rol
 ``gpu_cost_day`` (ranges are whole UTC days, see dashboard/filters.py, so a day filter selects
 exactly the hours an hour filter would), hourly demand reads ``team_demand_hour``.
 Importable and testable without Dash.
+
+Given the dashboard's reader (dashboard/reader.py) instead of a plain store, results are cached
+per data version: emptied when a derivation finishes; alert state (written by the alerts job as it
+evaluates) is kept RECENT_S seconds; silences, which the Alerts page writes, are read every time.
 """
 from __future__ import annotations
 
-import time
 from datetime import datetime
 
 import pandas as pd
@@ -17,18 +20,25 @@ import pandas as pd
 from base.sqlfiles import sql as sql_text
 from dashboard.filters import MAX_VALUE, Filters
 from dashboard.focus import NO_FOCUS, Focus
+from dashboard.reader import RECENT_S, cached
 
 # What "no data yet" means for each source: the table that is empty before anything is derived.
 SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu_cost_day": "daily GPU costs",
            "team_demand_hour": "hourly team demand", "idle_windows": "idle windows", "gpu_waste_day": "daily waste",
            "team_spend_day": "team spend", "compliance_findings": "compliance findings",
            "alert_state": "alert state", "alert_events": "alert history", "alert_silences": "silences"}
-_cache: dict[tuple, tuple[float, object]] = {}
-CACHE_S = 30.0
+# Written by the alerts job on its own schedule, not by a derivation: kept only RECENT_S seconds.
+RECENT = frozenset({"alerts", "alert_history", "alert_counts"})
 
 
 def run(store, name: str, f: Filters, **extra) -> pd.DataFrame:
-    return store.query_df(sql_text(f"queries/{name}"), {**f.params(), **extra})
+    return named(store, name, {**f.params(), **extra})
+
+
+def named(store, name: str, params: dict) -> pd.DataFrame:
+    """The rows of ``sql/queries/<name>.sql`` with ``params`` (cached when ``store`` is a reader)."""
+    return cached(store, name, params, lambda: store.query_df(sql_text(f"queries/{name}"), params),
+                  RECENT_S if name in RECENT else None)
 
 
 def fleet(store, f: Filters) -> pd.DataFrame:
@@ -103,7 +113,7 @@ def gpu_focus(store, f: Filters, focus: Focus) -> pd.DataFrame:
 
 def idle_window(store, focus: Focus) -> pd.DataFrame:
     """The focused idle window (the one starting in the second ``focus.window``), whatever the filters."""
-    return store.query_df(sql_text("queries/idle_window"), focus.window_params())
+    return named(store, "idle_window", focus.window_params())
 
 
 def waste_month(store, f: Filters) -> pd.DataFrame:
@@ -188,10 +198,11 @@ def silences(store, now: datetime) -> pd.DataFrame:
 
 
 def has_data(store, source: str) -> bool:
-    """Whether ``source`` (one of SOURCES) holds any row; remembered for CACHE_S seconds."""
+    """Whether ``source`` (one of SOURCES) holds any row."""
     if source not in SOURCES:
         raise ValueError(f"unknown source {source!r}")
-    return bool(_cached(("has", id(store), source), lambda: store.rows(f"SELECT 1 FROM {source} LIMIT 1")))
+    return bool(cached(store, "has_data", {"source": source}, lambda: store.rows(f"SELECT 1 FROM {source} LIMIT 1"),
+                       RECENT_S if source.startswith("alert_") else None))
 
 
 MAX_OPTIONS = 200      # choices of a filter-bar dropdown built from data
@@ -201,18 +212,8 @@ def filter_options(store) -> dict[str, tuple[list[str], int]]:
     """The filter bar's choices from the spend table: {"env"|"team": (at most MAX_OPTIONS values,
     most spend first, sorted; how many there are)}; names over MAX_VALUE characters left out."""
     def load():
-        df = store.query_df(sql_text("queries/filter_options"), {"max_options": MAX_OPTIONS, "max_chars": MAX_VALUE})
+        df = named(store, "filter_options", {"max_options": MAX_OPTIONS, "max_chars": MAX_VALUE})
         parts = {kind: part for kind, part in df.groupby("kind")} if not df.empty else {}
         return {kind: (parts[kind]["value"].tolist(), int(parts[kind]["seen"].max())) if kind in parts else ([], 0)
                 for kind in ("env", "team")}
-    return _cached(("options", id(store)), load)
-
-
-def _cached(key: tuple, load):
-    now = time.monotonic()
-    hit = _cache.get(key)
-    if hit and now - hit[0] < CACHE_S:
-        return hit[1]
-    value = load()
-    _cache[key] = (now, value)
-    return value
+    return load()

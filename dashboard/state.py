@@ -1,5 +1,5 @@
-"""What the callbacks of one mounted dashboard share: the read-only store, the writable one (for
-silences only), the config and the clock. Kept on the Flask app (``mount`` puts it there), so the
+"""What the callbacks of one mounted dashboard share: the reader (read-only handles + result cache),
+the writable store (for silences only), the config and the clock. Kept on the Flask app (``mount`` puts it there), so the
 page modules hold no global state and read it inside each request."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def utc_now() -> datetime:
 
 @dataclass
 class DashboardState:
-    store: object                       # read-only handle (Store.read_only())
+    store: object                       # a Reader (dashboard/reader.py): pooled read-only handles + cache
     writer: object                      # the platform's store: silences are written here
     cfg: DashboardConfig
     baseline_quantile: float = 0.1

@@ -1,0 +1,104 @@
+"""The dashboard's reader (dashboard/reader.py): a bounded pool of read-only handles on a real
+embedded store, and a result cache that a finished rollup empties."""
+from __future__ import annotations
+
+import threading
+import time
+from datetime import date
+
+import pytest
+
+from dashboard import queries
+from dashboard.filters import parse
+from dashboard.reader import ReadPool, ResultCache, reader_for
+
+
+def test_the_pool_opens_at_most_its_size_and_its_handles_refuse_writes(store):
+    opened = []
+
+    def open_handle():
+        opened.append(store.read_only())
+        return opened[-1]
+
+    pool = ReadPool(open_handle, size=2)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(pool.scalar("SELECT sum(number) FROM numbers(2000000)")))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [1999999000000] * 8
+    assert 1 <= len(opened) <= 2
+    with pytest.raises(Exception, match="readonly"):
+        pool.rows("CREATE TABLE refused (x UInt8) ENGINE = Memory")
+    pool.close()
+
+
+def test_concurrent_requests_for_one_key_run_the_query_once():
+    cache, calls = ResultCache(), []
+
+    def load():
+        calls.append(1)
+        time.sleep(0.2)
+        return {"rows": [1, 2]}
+
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(cache.get("q", {"a": [1]}, load))) for _ in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and got == [{"rows": [1, 2]}] * 10
+    got[0]["rows"].append(3)                                     # each caller has its own copy
+    assert cache.get("q", {"a": [1]}, load) == {"rows": [1, 2]} and len(calls) == 1
+    assert cache.get("q", {"a": [2]}, load) and len(calls) == 2   # other parameters, other result
+
+
+def test_a_result_read_while_a_derivation_finishes_is_not_kept():
+    cache = ResultCache()
+
+    def load_during_derivation():
+        cache.invalidate()
+        return "old"
+
+    assert cache.get("q", {}, load_during_derivation) == "old"
+    assert cache.get("q", {}, lambda: "new") == "new"
+
+
+def test_results_expire_after_their_age():
+    now = [0.0]
+    cache = ResultCache(max_age_s=300, clock=lambda: now[0])
+    cache.get("alerts", {}, lambda: 1, max_age_s=5)
+    now[0] = 4.0
+    assert cache.get("alerts", {}, lambda: 2, max_age_s=5) == 1
+    now[0] = 6.0
+    assert cache.get("alerts", {}, lambda: 3, max_age_s=5) == 3
+    assert cache.get("fleet", {}, lambda: 4) == 4
+    now[0] = 200.0
+    assert cache.get("fleet", {}, lambda: 5) == 4
+    now[0] = 400.0
+    assert cache.get("fleet", {}, lambda: 6) == 6
+
+
+def test_a_finished_rollup_empties_the_cache_of_its_store_only(store, tmp_path):
+    from gpuledger.config import Config
+    from ingest.rollup.run import rollup
+    from ingest.schema import prepare
+    from ingest.store import connect
+
+    reader = reader_for(store)
+    f = parse({"range": "7d"}, date(2026, 3, 10))
+    assert queries.fleet(reader, f).empty
+    store.client.insert("gpu_cost_day", [[date(2026, 3, 9), "h", "GPU-1", "", "onprem", "r", "p", "", "", "A100",
+                                          "550", "12.4", "t", 1, 24.0, 12.0, 5.0, 24.0, 0.0, 0.0, 0.0, 24.0, 0]],
+                        column_names=store.columns("gpu_cost_day"))
+    assert queries.fleet(reader, f).empty                       # cached: nothing derived since
+    other = connect(f"chdb://{store.target.path}?database=other_{tmp_path.name[-8:]}")
+    prepare(other)
+    rollup(other, Config(), since=date(2026, 3, 9), until=date(2026, 3, 9))
+    assert queries.fleet(reader, f).empty                       # another store's derivation
+    rollup(store, Config(), since=date(2026, 3, 9), until=date(2026, 3, 9))
+    assert int(queries.fleet(reader, f)["gpus"].sum()) == 1      # its own: read again
+    other.command(f"DROP DATABASE IF EXISTS `{other.target.database}`")
+    reader.close()
