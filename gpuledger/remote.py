@@ -28,7 +28,7 @@ from pathlib import Path
 
 from flask import Response, request
 
-from base.errors import GpuledgerError, first_line
+from base.errors import GpuledgerError, InputError, first_line
 from gpuledger import link
 
 log = logging.getLogger(__name__)
@@ -39,10 +39,6 @@ UPLOADED = re.compile(re.escape(tempfile.gettempdir()) + "/" + UPLOAD_PREFIX + r
 # the command's run function -> the platform lock it takes (alerts check only with --send)
 LOCKS = {"run_rollup": "rollup", "run_ingest_billing": "billing", "run_ingest_samples": "ingest-samples",
          "run_check": "alerts"}
-
-
-class Bad(Exception):
-    """A request this endpoint cannot take (answered 400; never reaches an operator as a traceback)."""
 
 
 def install(platform) -> None:
@@ -58,7 +54,7 @@ def install(platform) -> None:
                             401, content_type="application/json")
         try:
             args, run, uploads_dir = receive(request)
-        except Bad as exc:
+        except InputError as exc:     # a request this endpoint cannot take
             return Response(json.dumps({"error": str(exc)}) + "\n", 400, content_type="application/json")
         return Response(stream(platform, args, run, uploads_dir), content_type="application/x-ndjson",
                         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
@@ -97,16 +93,16 @@ def receive(req):
         argv, files = list(map(str, head["argv"])), head.get("files") or []
         sizes = [(str(f["name"]), int(f["size"])) for f in files]
     except (ValueError, KeyError, TypeError) as exc:
-        raise Bad(f"the request does not start with the command's JSON line: {exc}") from None
+        raise InputError(f"the request does not start with the command's JSON line: {exc}") from None
     try:
         args = parser().parse_args(argv)
     except SystemExit:
-        raise Bad(f"not a gpuledger command line: {' '.join(argv)[:300]}") from None
+        raise InputError(f"not a gpuledger command line: {' '.join(argv)[:300]}") from None
     run = getattr(args.func, "run", None)
     if run is None:
-        raise Bad(f"`gpuledger {' '.join(argv)[:100]}` does not run through the platform")
+        raise InputError(f"`gpuledger {' '.join(argv)[:100]}` does not run through the platform")
     if sizes and not getattr(args.func, "files", None):
-        raise Bad("this command takes no files")
+        raise InputError("this command takes no files")
     uploads_dir = None
     if getattr(args.func, "files", None):
         uploads_dir = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX))
@@ -127,7 +123,7 @@ def save(stream, path: Path, size: int) -> Path:
         while left:
             block = stream.read(min(left, link.BLOCK))
             if not block:
-                raise Bad(f"the request ended {left} bytes before the end of {path.name}")
+                raise InputError(f"the request ended {left} bytes before the end of {path.name}")
             handle.write(block)
             left -= len(block)
     return path
