@@ -12,11 +12,16 @@ Series are mapped onto ``gpu_samples`` like a scrape of our agent or dcgm-export
 Prometheus' staleness markers) and GPUs without a ``Hostname`` label are skipped.
 
 ``POST /api/v1/ingest/batch`` — a batch (``collector.batches``; JSON, optionally
-``Content-Encoding: gzip``) from ``gpuledger collect --push-url``; stored under its id as
-insert deduplication token, so an agent re-sending a batch after a crash stores it once.
+``Content-Encoding: gzip``) from ``gpuledger collect --push-url``; recorded under its id, so an
+agent re-sending a batch after a crash stores it once.
+
+Requests from many senders do not wait for each other's inserts: each is checked in its own
+thread, then stored together with the others that arrived meanwhile, in one insert per table
+(``ingest.group_commit``); each is answered once its own rows are stored, and each is stored
+exactly once however often it is resent (a remote_write is recorded under its body's digest).
 
 Values are checked against the column types before they are inserted
-(``ingest.writer.insert_valid``): a row (one GPU entity at one time) holding a value its column
+(``ingest.writer.split_valid``): a row (one GPU entity at one time) holding a value its column
 cannot take — a negative byte count, an XID above 2^32-1, ``gpu="-1"``, a NaN time, a ``ts``
 before 2000-01-01 or more than 1 day ahead of now, a label over 256 bytes or an id (GPU uuid,
 pod, ...) over 2048 (``ingest.limits``) — is refused by itself, the other rows of the request are stored, and the answer is 400 with a JSON body
@@ -30,7 +35,8 @@ configured, ingest is closed (401) rather than open to anyone.
 
 Answers: 2xx stored; 400 malformed or refused data, good rows of it stored (do not retry); 401
 missing or wrong bearer token; 413 body over ``receiver.max_body_mb``; 415 wrong encoding or
-protocol version; 503 the store failed (retry later — Prometheus and the agent both do).
+protocol version; 503 the store failed (retry later — Prometheus and the agent both do); when
+an insert fails, every request stored in it gets 503.
 """
 from __future__ import annotations
 
@@ -39,7 +45,6 @@ import hashlib
 import hmac
 import logging
 import math
-import threading
 import time
 import zlib
 from datetime import datetime, timezone
@@ -52,8 +57,9 @@ from collector.dcgm import GPULEDGER
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
 from collector.remote_write import PayloadTooLarge, RemoteWriteError, decode
 from collector.sample_mapping import one_per_sample, samples_to_records
+from ingest.group_commit import GroupCommit, Request
 from ingest.telemetry_config import ReceiverConfig
-from ingest.writer import RowProblem, insert_valid, is_data_error
+from ingest.writer import RowProblem, is_data_error, split_valid
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +75,8 @@ class Receiver:
         self.max_bytes = int(self.config.max_body_mb * 1024 * 1024)
         self.mapping = GPULEDGER if self.config.host_labels is None else \
             dataclasses.replace(GPULEDGER, host_labels=tuple(self.config.host_labels))
-        self._lock = threading.Lock()          # one insert at a time into the store
+        self.groups = GroupCommit(store)       # requests arriving together: one insert
+        self._types: dict[str, dict[str, str]] = {}
         self.counts = {"remote_write_requests": 0, "remote_write_rows": 0, "batches": 0,
                        "batch_rows": 0, "refused": 0, "rows_refused": 0}
 
@@ -127,8 +134,7 @@ class Receiver:
             return 0
         rows = [as_row(r) for r in records]
         token = "rw:" + hashlib.sha256(body).hexdigest()
-        stored, problems = self._insert(
-            lambda: insert_valid(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, token, received))
+        stored, problems = self._insert(token, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, received)
         self.counts["remote_write_rows"] += stored
         if problems:
             self._partly_refused("a remote_write", stored, problems,
@@ -149,8 +155,7 @@ class Receiver:
         except BatchError as e:
             raise Refused(400, str(e)) from None
         now = datetime.fromtimestamp(self.clock(), timezone.utc)
-        stored, problems = self._insert(
-            lambda: insert_valid(self.store, batch.table, batch.columns, batch.rows, batch.id, now))
+        stored, problems = self._insert(batch.id, batch.table, batch.columns, batch.rows, now)
         self.counts["batches"] += 1
         self.counts["batch_rows"] += stored
         if problems:
@@ -161,10 +166,18 @@ class Receiver:
         self.counts["rows_refused"] += len(problems)
         raise PartlyRefused(what, stored, [describe(p) for p in problems[:MAX_PROBLEMS]], len(problems))
 
-    def _insert(self, do):
+    def store_rows(self, id: str, table: str, columns, rows, now: datetime) -> tuple[int, list[RowProblem]]:
+        """Store the rows that fit ``table`` as request ``id`` (once, however often it is sent),
+        grouped with other senders' requests; return how many and what was refused."""
+        if table not in self._types:
+            self._types[table] = self.store.column_types(table)
+        items, problems = split_valid(self._types[table], columns, rows, now)
+        request = self.groups.store_request(Request(id, table, tuple(columns), items, problems))
+        return request.stored, sorted(request.problems, key=lambda p: p.row)
+
+    def _insert(self, id: str, table: str, columns, rows, now: datetime):
         try:
-            with self._lock:
-                return do()
+            return self.store_rows(id, table, columns, rows, now)
         except BatchRejected as e:
             raise Refused(400, str(e)) from None
         except Exception as e:
