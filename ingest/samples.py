@@ -137,14 +137,17 @@ def already_loaded(store, kind: str, digest: str) -> str | None:
     )
 
 
-def record_loaded(store, kind: str, path: Path, digest: str, rows: int) -> None:
+def record_loaded(store, kind: str, path: Path | str, digest: str, rows: int) -> None:
     store.insert("ingested_files", [[kind, str(path), digest, rows]], ["kind", "path", "sha256", "rows"])
 
 
 def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str], None] = log.info,
-                   force: bool = False) -> LoadReport:
-    """Load sample files into gpu_samples; see the module docstring for the rules."""
+                   force: bool = False, names: dict[str, str] | None = None) -> LoadReport:
+    """Load sample files into gpu_samples; see the module docstring for the rules. ``names`` maps
+    a path to the name ``ingested_files`` records for it (a file uploaded to the platform is
+    recorded under the name it was sent with, not its temporary copy's)."""
     files = expand(paths)
+    names = names or {}
     types = store.column_types(TABLE)
     report = LoadReport()
     for number, path in enumerate(files, 1):
@@ -166,13 +169,13 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
         repair = KEY if not previous and already_loaded(store, INTENT, digest) else ()
         if repair:
             progress(f"[{number}/{len(files)}] {path}: an earlier load of it was interrupted; finishing it")
-        record_loaded(store, INTENT, path, digest, 0)
+        record_loaded(store, INTENT, names.get(str(path), path), digest, 0)
         label = f"[{number}/{len(files)}] {path}"
         if promtext:
             rows, repeats = load_promtext(store, path, repair)
         else:
             rows, repeats = load_one(store, path, fmt, columns, types, repair, days_progress(progress, label))
-        record_loaded(store, "samples", path, digest, rows)
+        record_loaded(store, "samples", names.get(str(path), path), digest, rows)
         report.files_loaded += 1
         report.rows += rows
         report.duplicates += repeats

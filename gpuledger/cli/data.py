@@ -71,7 +71,8 @@ def billing_files(args) -> list[tuple[Path, str]]:
 def run_ingest_samples(args, cfg, store, con) -> int:
     from ingest.samples import ingest_samples
 
-    report = ingest_samples(store, args.paths, progress=con.progress, force=args.force)
+    uploaded = {str(path): name for path, name in getattr(args, "uploads", [])}
+    report = ingest_samples(store, args.paths, progress=con.progress, force=args.force, names=uploaded)
     con.print(f"loaded {report.rows:,} rows from {report.files_loaded} file(s); {report.files_skipped} already loaded, skipped")
     return 0
 

@@ -107,6 +107,7 @@ def test_ingest_samples_once_then_rollup_derives(up):
     assert again.stdout == "loaded 0 rows from 0 file(s); 1 already loaded, skipped\n"
     assert "beside.csv: already loaded (as beside.csv), skipped" in again.stderr
     assert rows(store, "SELECT count() AS n FROM gpu_samples WHERE host = 'beside-1'") == [{"n": 72}]
+    assert rows(store, "SELECT path FROM ingested_files WHERE kind = 'samples'") == [{"path": "beside.csv"}]
     bad = cli(store, "ingest", "samples", "bad.csv", cwd=base)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr == ("gpuledger: error: bad.csv, row 1, column 'util_gpu': cannot read 'not-a-number' as "
