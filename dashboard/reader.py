@@ -65,17 +65,21 @@ class ReadPool:
             self._idle.put(handle)
 
     def _grow_or_wait(self):
-        with self._lock:
-            grow = self._opened < self.size
-            self._opened += grow
-        if not grow:
-            return self._idle.get()
-        try:
-            return self._open()
-        except BaseException:
+        while True:
             with self._lock:
-                self._opened -= 1
-            raise
+                grow = self._opened < self.size
+                self._opened += grow
+            if grow:
+                try:
+                    return self._open()
+                except BaseException:
+                    with self._lock:
+                        self._opened -= 1          # a failed open frees its place: a waiter may try again
+                    raise
+            try:
+                return self._idle.get(timeout=0.5)
+            except queue.Empty:
+                continue
 
     def query_df(self, sql: str, parameters: dict | None = None) -> pd.DataFrame:
         with self.handle() as h:

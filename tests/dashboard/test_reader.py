@@ -102,3 +102,19 @@ def test_a_finished_rollup_empties_the_cache_of_its_store_only(store, tmp_path):
     assert int(queries.fleet(reader, f)["gpus"].sum()) == 1      # its own: read again
     other.command(f"DROP DATABASE IF EXISTS `{other.target.database}`")
     reader.close()
+
+
+def test_a_handle_that_cannot_be_opened_fails_its_request_and_frees_its_place(store):
+    tries = []
+
+    def open_handle():
+        tries.append(1)
+        if len(tries) == 1:
+            raise OSError("no handle")
+        return store.read_only()
+
+    pool = ReadPool(open_handle, size=1)
+    with pytest.raises(OSError):
+        pool.scalar("SELECT 1")
+    assert pool.scalar("SELECT 2") == 2
+    pool.close()
