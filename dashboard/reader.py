@@ -8,7 +8,7 @@ query results that a finished derivation empties.
   (measured in bench/bench_dashboard_users.py and docs/dashboard.md).
 * **Cache.** ``ResultCache`` keeps query results keyed on (data version, query name, bound
   parameters). The data version goes up each time a derivation finishes in this process:
-  ``ingest.rollup.run.rollup`` sends the blinker signal ``DERIVED`` (named, so ingest never
+  ``ingest.rollup.run.rollup`` announces ``base.events.ROLLUP_FINISHED`` (so ingest never
   imports the dashboard), and results read before it are never served again. Queries of state
   that other jobs write as they go (alert state, silences) are kept only ``RECENT_S`` seconds;
   every result at most ``MAX_AGE_S`` (a backstop for derivations by another process on a
@@ -26,10 +26,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import blinker
 import pandas as pd
 
-DERIVED = "gpuledger.derivation-finished"   # sent by ingest/rollup/run.py with the store's target as sender
+from base.events import ROLLUP_FINISHED, listen
+
 POOL_SIZE = 2            # read handles: two cores, and 2 measured best (docs/dashboard.md "Concurrent users")
 MAX_ENTRIES = 1024
 MAX_AGE_S = 300.0
@@ -181,9 +181,9 @@ class Reader(ReadPool):
                  cache: ResultCache | None = None):
         super().__init__(open_handle, size, target)
         self.cache = cache or ResultCache()
-        blinker.signal(DERIVED).connect(self._derived)          # weak: a dropped Reader stops listening
+        listen(ROLLUP_FINISHED, self._derived)          # weakly: a dropped Reader stops listening
 
-    def _derived(self, sender, **_kwargs) -> None:
+    def _derived(self, sender) -> None:
         if sender is None or self.target is None or sender == self.target:
             self.cache.invalidate()
 

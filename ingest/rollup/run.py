@@ -17,18 +17,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from datetime import time as dt_time
 
-import blinker
-
+from base.events import ROLLUP_FINISHED, announce
 from base.sqlfiles import sql
 from ingest.rollup import compliance, configtables
 from ingest.rollup.attribution import rules_expression
 from ingest.rollup.replace import IN_ORDER, replace_day
 
 log = logging.getLogger(__name__)
-# Sent (sender: the store's target) whenever a rollup ends, even by an error: readers that cache
-# derived rows (the dashboard, dashboard/reader.py) empty their caches. A named blinker signal, so
-# ingest never imports them.
-DERIVED = "gpuledger.derivation-finished"
 
 
 @dataclass
@@ -44,7 +39,7 @@ def rollup(store, cfg, *, since: date | None = None, until: date | None = None, 
     try:
         return _rollup(store, cfg, since, until, force, progress, now)
     finally:
-        blinker.signal(DERIVED).send(getattr(store, "target", None))
+        announce(ROLLUP_FINISHED, getattr(store, "target", None))   # readers that cache derived rows empty them
 
 
 def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
