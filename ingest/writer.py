@@ -188,24 +188,66 @@ def split_valid(types: dict[str, str], columns: Sequence[str], rows: Sequence[Se
                 now: datetime | None = None):
     """``(good, problems)``: ``(index, row)`` of the rows whose values fit ``types`` and
     ``ingest.limits`` (text lengths, times up to 1 day ahead of ``now``), and a RowProblem for each
-    other row (its first bad value)."""
-    good, problems = [], []
+    other row (its first bad value, in column order).
+
+    Checked column by column: a column whose values all fit is passed on a few whole-column
+    tests (their types, least and greatest); only a column that fails them is checked value by
+    value, which names the refused rows."""
     latest = limits.latest(now)
-    checks = [(i, c, types.get(c, ""), _kind(types.get(c, ""))) for i, c in enumerate(columns)]
-    for n, row in enumerate(rows):
-        for i, column, ch_type, kind in checks:
-            value = row[i]
+    refused: dict[int, RowProblem] = {}
+    for i, column in enumerate(columns):
+        ch_type = types.get(column, "")
+        values = [row[i] for row in rows]
+        if _all_fit(ch_type, column, values, latest):
+            continue
+        kind = _kind(ch_type)
+        for n, value in enumerate(values):
+            if n in refused:                    # an earlier column refused this row already
+                continue
             reason = value_problem(ch_type, value)
             if reason is None and kind == "text" and value:
                 reason = limits.too_long(column, value)
             if reason is None and kind == "time" and value is not None and _aware(value) > latest:
                 reason = f"{value.isoformat()} is more than 1 day ahead of now ({limits.ACCEPTED_TS})"
             if reason:
-                problems.append(RowProblem(n, column, reason))
-                break
-        else:
-            good.append((n, row))
-    return good, problems
+                refused[n] = RowProblem(n, column, reason)
+    good = [(n, row) for n, row in enumerate(rows) if n not in refused]
+    return good, sorted(refused.values(), key=lambda p: p.row)
+
+
+def _all_fit(ch_type: str, column: str, values: list, latest: datetime) -> bool:
+    """True when every value surely fits (``value_problem`` and the limits would find nothing);
+    False when one may not (then each is checked)."""
+    inner, nullable = ch_type, False
+    if inner.startswith("Nullable(") and inner.endswith(")"):
+        inner, nullable = inner[9:-1], True
+    if inner.startswith("LowCardinality(") and inner.endswith(")"):
+        inner = inner[15:-1]
+    seen = set(map(type, values))
+    if type(None) in seen:
+        if not nullable:
+            return False
+        seen.discard(type(None))
+        values = [v for v in values if v is not None]
+    if not values:
+        return True
+    try:
+        m = _INT_TYPE.fullmatch(inner)
+        if m:
+            bits = int(m.group(2))
+            low, high = (0, 2**bits - 1) if m.group(1) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+            return seen <= {int} and low <= min(values) and max(values) <= high
+        if inner.startswith("Float"):
+            return seen <= {float, int} and math.isfinite(sum(values))
+        if inner == "String":
+            return seen <= {str} and max(map(len, values)) * 4 <= limits.max_bytes(column)
+        if inner.startswith("DateTime"):
+            if not seen <= {datetime}:
+                return False
+            return TIME_MIN <= _aware(min(values)) and _aware(max(values)) <= min(TIME_MAX, latest)
+    except (TypeError, OverflowError):      # naive and aware times mixed; a sum past float's range
+        return False
+    return True
 
 
 def _kind(ch_type: str) -> str:

@@ -181,3 +181,20 @@ def test_a_store_failure_answers_the_whole_group_503_and_resends_store_once(serv
     assert push(url, gz(batch(999, host="opener"))).status_code == 200
     pool.shutdown()
     assert counts_by_key(store) == (3 + 16 + 1, 3 + 16 + 1)
+
+
+def test_column_checks_refuse_the_same_rows_as_value_by_value_checks(store):
+    from datetime import datetime, timezone
+
+    from ingest.writer import split_valid, value_problem
+    b = batch(1, rows=8)
+    cols = b.columns
+    bad = {1: ("gpu_index", 2.0), 2: ("gpu_index", True), 3: ("power_w", float("nan")), 4: ("host", None),
+           5: ("gpu_uuid", "x" * 3000), 6: ("ts", datetime(1999, 1, 1, tzinfo=timezone.utc)), 7: ("xid_last", 2**33)}
+    for n, (column, value) in bad.items():
+        b.rows[n][cols.index(column)] = value
+    good, problems = split_valid(store.column_types("gpu_samples"), cols, b.rows)
+    assert [n for n, _ in good] == [0, 1]                    # 2.0 fits an integer column
+    assert [(p.row, p.column) for p in problems] == [(n, bad[n][0]) for n in range(2, 8)]
+    types = store.column_types("gpu_samples")
+    assert problems[0].reason == value_problem(types["gpu_index"], True)
