@@ -32,20 +32,7 @@ from ingest.writer import MAX_SPLITS, RowProblem, _insert_halves, is_data_error
 
 log = logging.getLogger(__name__)
 
-LEDGER = "ingest_batches"
-LEDGER_DDL = f"""
-CREATE TABLE IF NOT EXISTS {LEDGER}
-(
-    id       String,                                       -- batch id, or rw:<sha256 of the body>
-    tbl      LowCardinality(String),
-    received DateTime DEFAULT now()
-)
-ENGINE = MergeTree
-PARTITION BY toYYYYMM(received)
-ORDER BY id
-TTL received + INTERVAL 90 DAY
-SETTINGS ttl_only_drop_parts = 1
-"""
+LEDGER = "ingest_batches"          # sql/migrations/011_ingest_batches.sql
 GROUP_ROWS = 100_000        # rows in one insert at most (more queued: the next insert)
 
 
@@ -73,7 +60,6 @@ class GroupCommit:
         self._writer: threading.Thread | None = None
         self._keys: dict[str, tuple[str, ...]] = {}
         self.counts = {"inserts": 0, "requests": 0, "resends": 0}
-        store.command(LEDGER_DDL)
 
     def store_request(self, request: Request) -> Request:
         with self._cv:
