@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 . scripts/venv.sh
 
 gl_python
-gl_debian_packages prometheus prometheus-alertmanager chromium chromium-driver
+gl_debian_packages prometheus prometheus-alertmanager chromium chromium-driver systemd
 if command -v apt-get >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
     gl_say "note: no /usr/bin/chromium (Ubuntu has Chromium only as a snap): the dashboard's browser tests will fail"
 fi
