@@ -19,7 +19,7 @@ from tests.helpers import ROOT
 
 SYSTEMD = ROOT / "deploy" / "systemd"
 UNITS = ("gpuledger-collect.service", "gpuledger-up.service")
-INSTALLED = "/opt/gpuledger/bin/gpuledger"        # where docs/deploy.md installs the venv
+INSTALLED = "/opt/gpuledger/venv/bin/gpuledger"        # where docs/deploy.md installs the venv
 ANALYZE = shutil.which("systemd-analyze") or "/usr/bin/systemd-analyze"
 ENTRY_POINT = Path(sys.executable).parent / "gpuledger"   # the venv's own `gpuledger`
 
