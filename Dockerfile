@@ -1,9 +1,26 @@
 # The gpuledger image: `gpuledger up` (platform) and `gpuledger collect` (agent) both run from it.
 #   docker build -t gpuledger:local .
-# The package is installed (not editable) into a virtualenv, as scripts/demo.sh does on a machine:
-# the SQL in sql/ ships inside it as package data.
+# The package is installed from its wheel into a virtualenv; the SQL in sql/ ships inside it as
+# package data.
 # Configuration comes from a mounted file ($GPULEDGER_CONFIG) and secrets from env files: see
 # docker-compose.yml and docs/deploy.md. Nothing secret is baked into the image.
+# Stage 1 builds the wheel (python -m build: the same wheel `pip install` gets, sql/ and the
+# dashboard's assets inside it); stage 2 installs that wheel and nothing else from the checkout.
+FROM python:3.11-slim AS wheel
+
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY base ./base
+COPY collector ./collector
+COPY ingest ./ingest
+COPY alerts ./alerts
+COPY dashboard ./dashboard
+COPY sim ./sim
+COPY sql ./sql
+COPY gpuledger ./gpuledger
+RUN pip install build && python -m build --wheel --outdir /dist .
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -15,20 +32,10 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin gpuledger \
  && mkdir -p /var/lib/gpuledger/spool /etc/gpuledger \
  && chown -R gpuledger:gpuledger /var/lib/gpuledger
 
-WORKDIR /opt/gpuledger/src
-COPY pyproject.toml README.md ./
-COPY base ./base
-COPY collector ./collector
-COPY ingest ./ingest
-COPY alerts ./alerts
-COPY dashboard ./dashboard
-COPY sim ./sim
-COPY sql ./sql
-COPY gpuledger ./gpuledger
+COPY --from=wheel /dist /opt/gpuledger/dist
 RUN python3 -m venv /opt/gpuledger/venv \
- && /opt/gpuledger/venv/bin/pip install . \
- && rm -rf /opt/gpuledger/src \
- && /opt/gpuledger/venv/bin/gpuledger --help > /dev/null
+ && /opt/gpuledger/venv/bin/pip install /opt/gpuledger/dist/gpuledger-*.whl \
+ && /opt/gpuledger/venv/bin/gpuledger --version
 ENV PATH=/opt/gpuledger/venv/bin:$PATH
 WORKDIR /var/lib/gpuledger
 

@@ -20,11 +20,23 @@ from gpuledger.cli import alerts, collect, data, ops, platform
 GROUPS = (collect, data, platform, alerts, ops)
 
 
+def version() -> str:
+    """The installed package's version (pyproject.toml's, the one source of it)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("gpuledger")
+    except PackageNotFoundError:          # run from a checkout that was never installed
+        return "0+unknown"
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="gpuledger", description="GPU fleet observability and cost governance on ClickHouse.")
     top.add_argument("--config", help="config file (default: $GPULEDGER_CONFIG or ./gpuledger.toml)")
     top.add_argument("--store", help="store DSN, overriding the config (chdb:///dir or http://user:pass@host:8123/db)")
     top.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    top.add_argument("--version", action="version", version=f"gpuledger {version()}")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
         group.add_commands(sub)

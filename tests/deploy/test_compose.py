@@ -124,7 +124,8 @@ def test_images_and_commands_exist_in_the_project():
     assert builders and all(s["image"] == GPULEDGER_IMAGE for s in builders)
     dockerfile = (ROOT / builders[0]["build"] / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim$", dockerfile, re.M)
-    assert re.search(r"pip install \.\s", dockerfile) and "-e ." not in dockerfile   # installed, not editable
+    assert "python -m build --wheel" in dockerfile and re.search(r"pip install \S+/gpuledger-\*\.whl", dockerfile)
+    assert "-e ." not in dockerfile                                 # the image installs the wheel, never the checkout
     assert 'ENTRYPOINT ["gpuledger"]' in dockerfile
     for name, service in SERVICES.items():
         if service.get("image") != GPULEDGER_IMAGE:
