@@ -9,6 +9,7 @@ minutes). The two jobs share one lock, so two deliveries of the outbox never ove
 from __future__ import annotations
 
 import threading
+import time
 
 from alerts.engine import Engine
 from base.errors import RuleError
@@ -24,10 +25,14 @@ def install(platform, cfg, **engine_kwargs) -> Engine | None:
 
     engine = engine_for(cfg, platform.store, **engine_kwargs)
     outbox_lock = threading.Lock()
+    metrics = getattr(platform, "metrics", None)     # the platform's own metrics (GET /metrics)
 
     def round_():
         with outbox_lock:
+            started = time.perf_counter()
             report = engine.run_once()
+            if metrics is not None:
+                metrics.alert_round(time.perf_counter() - started, len(report.firing))
         if report.errors:
             raise RuleError("; ".join(report.errors.values()))
 

@@ -36,6 +36,7 @@ import os
 import re
 import struct
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ class _Entry:
     offset: int
     length: int                           # whole record, header included
     rows: int
+    created: float = 0.0                  # when it was spooled (replayed: its batch id's time)
 
 
 @dataclass
@@ -155,7 +157,7 @@ class Spool:
                 self._count_drop(batch.id, len(batch.rows), "the disk is full")
                 return
             self._size += size
-            self._pending[batch.id] = _Entry(self._seg, offset, size, len(batch.rows))
+            self._pending[batch.id] = _Entry(self._seg, offset, size, len(batch.rows), time.time())
             self._live[self._seg] = self._live.get(self._seg, 0) + 1
             self.pending_bytes += size
             self.stats.appended_batches += 1
@@ -174,6 +176,14 @@ class Spool:
                 if self._live.get(self._seg, 0) == 0:
                     self._delete(self._seg)
 
+    def oldest_unsent_age(self, now: float | None = None) -> float:
+        """Seconds since the oldest unsent batch was spooled (0 when none waits)."""
+        with self._lock:
+            oldest = next(iter(self._pending.values()), None)
+        if oldest is None:
+            return 0.0
+        return max(0.0, (time.time() if now is None else now) - oldest.created)
+
     # ---- metrics -----------------------------------------------------------------------
     def collect(self):
         """prometheus-client metric families (pass to GpuMetricsCollector.add_source)."""
@@ -184,6 +194,8 @@ class Spool:
                                 "Bytes of batches waiting for the store.", value=self.pending_bytes)
         yield GaugeMetricFamily("gpuledger_spool_max_bytes", "The spool's size limit.",
                                 value=self.max_bytes)
+        yield GaugeMetricFamily("gpuledger_spool_oldest_unsent_age_seconds",
+                                "Age of the oldest unsent batch (0 when none).", value=self.oldest_unsent_age())
         yield CounterMetricFamily("gpuledger_spool_acked_batches",
                                   "Batches the store confirmed.", value=st.acked_batches)
         yield CounterMetricFamily("gpuledger_spool_dropped_batches",
@@ -321,6 +333,10 @@ class Spool:
         """Index the segment's unresolved records; return the length of its intact prefix."""
         pos = 0
         self._live[segment] = 0
+        try:
+            written = self._path(segment, "log").stat().st_mtime
+        except OSError:
+            written = time.time()
         while pos + _HEAD.size <= len(data):
             magic, length, crc, rows, id_len = _HEAD.unpack_from(data, pos)
             end = pos + _HEAD.size + id_len + length
@@ -331,8 +347,17 @@ class Spool:
                 break
             batch_id = bid.decode()
             if batch_id not in resolved and batch_id not in self._pending:
-                self._pending[batch_id] = _Entry(segment, pos, end - pos, rows)
+                self._pending[batch_id] = _Entry(segment, pos, end - pos, rows, _spooled_at(batch_id, written))
                 self._live[segment] += 1
                 self.pending_bytes += end - pos
             pos = end
         return pos
+
+
+def _spooled_at(batch_id: str, fallback: float) -> float:
+    """When a replayed batch was made: the sample time its id carries (``collector.batches.new_id``:
+    host/table/<ms>/<random>), not later than its segment's last write; else that write's time."""
+    parts = batch_id.rsplit("/", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        return min(int(parts[1]) / 1000, fallback)
+    return fallback

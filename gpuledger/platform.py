@@ -22,6 +22,7 @@ from flask import Flask, jsonify
 from werkzeug.serving import make_server
 
 from base.errors import ConfigError
+from gpuledger.selfmetrics import SelfMetrics
 from ingest.migrations import schema_version
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,8 @@ class Platform:
         self.web = Flask("gpuledger")
         self.scheduler = BackgroundScheduler(timezone=timezone.utc, job_defaults={"coalesce": True, "max_instances": 1})
         self.started = time.time()
+        self.host = ""
+        self.metrics = SelfMetrics(store, config)      # GET /metrics (gpuledger.selfmetrics.install)
         self.parts: dict[str, dict] = {}
         self._server = None
         self.services: list = []           # side servers (the SQL port): start(host) / stop()
@@ -92,6 +95,7 @@ class Platform:
 
     def serve(self, host: str, port: int, ready=None) -> None:
         """Serve until SIGTERM / SIGINT (or ``stop()``), then stop the scheduler and server cleanly."""
+        self.host = host
         self._server = make_server(host, port, self.web, threaded=True)
         self._server.socket.listen(LISTEN_BACKLOG)      # hundreds of agents connect at once
         self.port = self._server.server_port
@@ -144,16 +148,28 @@ def build_platform(config, store, *, auth: bool = True, clock=None) -> Platform:
     returning an aware UTC datetime) is the time derivation and alerts run at; tests control it."""
     from alerts.clock import system_clock
     from alerts.scheduler import install as install_alerts
+    from gpuledger.selfmetrics import install as install_metrics
     from ingest.billing.pulls import pull_sources
     from ingest.rollup.run import rollup
 
     clock = clock or system_clock
     platform = Platform(config, store)
-    platform.add_job("rollup", lambda: rollup(store, config, now=clock()), seconds=config.analytics.interval_minutes * 60)
+    metrics = platform.metrics
+
+    def derive():
+        with metrics.rollup_run() as seen:
+            seen["days"] = len(rollup(store, config, now=clock()).days)
+
+    def pull():
+        for result in pull_sources(store, config.billing, time.time):
+            if not result.error and result.report is not None:
+                metrics.billing_loaded(result.source, result.report.quarantined_rows)
+
+    platform.add_job("rollup", derive, seconds=config.analytics.interval_minutes * 60)
     if config.billing.sources:
-        platform.add_job("billing-pull", lambda: pull_sources(store, config.billing, time.time),
-                         seconds=config.billing.interval_minutes * 60, lock="billing")
+        platform.add_job("billing-pull", pull, seconds=config.billing.interval_minutes * 60, lock="billing")
     install_alerts(platform, config, clock=clock)
+    install_metrics(platform, auth=auth and _dashboard_auth(config))
     from ingest.telemetry import register_telemetry
 
     register_telemetry(platform, store, config, auth=auth and _dashboard_auth(config))

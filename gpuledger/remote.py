@@ -24,11 +24,13 @@ import re
 import shutil
 import tempfile
 import threading
+from datetime import datetime, timezone
 from pathlib import Path
 
 from flask import Response, request
 
 from base.errors import GpuledgerError, InputError, first_line
+from base.sqlfiles import sql
 from gpuledger import link
 
 log = logging.getLogger(__name__)
@@ -186,8 +188,33 @@ def run_locked(platform, args, run, con) -> int:
             con.progress(f"waiting for the platform's running {name} to finish")
             lock.acquire()
         try:
-            return run(args, platform.config, store, con)
+            since = datetime.now(timezone.utc)
+            code = run(args, platform.config, store, con)
+            if code == 0 and run.__name__ in COUNTED:
+                count_load(platform, store, run.__name__, since)
+            return code
         finally:
             lock.release()
     finally:
         store.close()
+
+
+COUNTED = ("run_ingest_samples", "run_ingest_billing")
+
+
+def count_load(platform, store, command: str, since: datetime) -> None:
+    """Count a sample or billing load run here in the platform's metrics (path ``file``; billing
+    source ``cli``), from what the load recorded (``ingested_files``, ``billing_loads``); its lock
+    keeps the platform's own loads of the kind out meanwhile."""
+    metrics = getattr(platform, "metrics", None)
+    if metrics is None:
+        return
+    try:
+        sample_rows, _, quarantined = store.rows(sql("store/loads_since"), {"since": since})[0]
+    except Exception as exc:     # counting must not fail a load that succeeded
+        log.warning("cannot count the load in /metrics: %s", first_line(exc))
+        return
+    if command == "run_ingest_samples":
+        metrics.ingested("file", int(sample_rows or 0), int(sample_rows or 0))
+    else:
+        metrics.billing_loaded("cli", int(quarantined or 0))

@@ -70,8 +70,10 @@ MAX_PROBLEMS = 20                  # refused rows named in one answer (all are c
 class Receiver:
     """The two endpoints' logic, independent of Flask's routing (``register`` mounts it)."""
 
-    def __init__(self, store, config: ReceiverConfig | None = None, clock=time.time, *, auth: bool = True):
+    def __init__(self, store, config: ReceiverConfig | None = None, clock=time.time, *, auth: bool = True,
+                 metrics=None):
         self.store, self.config, self.clock, self.auth = store, config or ReceiverConfig(), clock, auth
+        self.metrics = metrics                 # the platform's (gpuledger.selfmetrics), or None
         self.max_bytes = int(self.config.max_body_mb * 1024 * 1024)
         self.mapping = GPULEDGER if self.config.host_labels is None else \
             dataclasses.replace(GPULEDGER, host_labels=tuple(self.config.host_labels))
@@ -134,7 +136,7 @@ class Receiver:
             return 0
         rows = [as_row(r) for r in records]
         token = "rw:" + hashlib.sha256(body).hexdigest()
-        stored, problems = self._insert(token, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, received)
+        stored, problems = self._insert(token, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, received, "remote_write")
         self.counts["remote_write_rows"] += stored
         if problems:
             self._partly_refused("a remote_write", stored, problems,
@@ -155,7 +157,7 @@ class Receiver:
         except BatchError as e:
             raise Refused(400, str(e)) from None
         now = datetime.fromtimestamp(self.clock(), timezone.utc)
-        stored, problems = self._insert(batch.id, batch.table, batch.columns, batch.rows, now)
+        stored, problems = self._insert(batch.id, batch.table, batch.columns, batch.rows, now, "batch")
         self.counts["batches"] += 1
         self.counts["batch_rows"] += stored
         if problems:
@@ -175,18 +177,35 @@ class Receiver:
         request = self.groups.store_request(Request(id, table, tuple(columns), items, problems))
         return request.stored, sorted(request.problems, key=lambda p: p.row)
 
-    def _insert(self, id: str, table: str, columns, rows, now: datetime):
+    def _insert(self, id: str, table: str, columns, rows, now: datetime, path: str):
+        """``store_rows``, counted in the platform's metrics under ``path`` (an agent's batch also
+        as its host's newest sample time)."""
         try:
-            return self.store_rows(id, table, columns, rows, now)
+            stored, problems = self.store_rows(id, table, columns, rows, now)
         except BatchRejected as e:
+            self._count_refused(path, len(rows), "other")
             raise Refused(400, str(e)) from None
         except Exception as e:
             if is_data_error(e):
+                self._count_refused(path, len(rows), "constraint")
                 raise Refused(400, f"the store refused the data: {first_line(e)}") from None
+            if self.metrics is not None:
+                self.metrics.ingested(path, len(rows), 0)
             log.warning("receiver: the store failed an insert (%s: %s); the sender will retry",
                         type(e).__name__, first_line(e))
             raise Refused(503, f"the store is not accepting writes right now ({first_line(e)}); "
                                "retry later") from None
+        if self.metrics is not None:
+            agent = _agent_of(columns, rows, {p.row for p in problems}) if path == "batch" else None
+            host, newest = agent or (None, None)
+            self.metrics.ingested(path, len(rows), stored, problems, source="agent" if agent else None,
+                                  name=host, newest=newest)
+        return stored, problems
+
+    def _count_refused(self, path: str, rows: int, reason: str) -> None:
+        if self.metrics is not None:
+            self.metrics.ingested(path, rows, 0)
+            self.metrics.refused(path, rows, reason)
 
     # ---- Flask -----------------------------------------------------------------------
     def register(self, web) -> None:
@@ -229,6 +248,22 @@ class Receiver:
             return response
 
 
+def _agent_of(columns, rows, refused: set[int]) -> tuple[str, datetime | None] | None:
+    """(host, newest sample time) of an agent's batch: its stored rows' host and greatest ``ts``."""
+    columns = list(columns)
+    kept = [row for n, row in enumerate(rows) if n not in refused]
+    if "host" not in columns or not kept:
+        return None
+    h = columns.index("host")
+    host = next((row[h] for row in kept if isinstance(row[h], str) and row[h]), None)
+    if host is None:
+        return None
+    t = columns.index("ts") if "ts" in columns else None
+    times = [row[t] for row in kept if isinstance(row[t], datetime)] if t is not None else []
+    newest = max((x if x.tzinfo else x.replace(tzinfo=timezone.utc) for x in times), default=None)
+    return host[:256], newest
+
+
 def _gunzip(body: bytes, limit: int) -> bytes:
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
     out = d.decompress(body, limit + 1)
@@ -259,7 +294,7 @@ def register_receiver(platform, store, config: ReceiverConfig | None = None, *,
     config = config or ReceiverConfig()
     if not config.enabled:
         return None
-    receiver = Receiver(store, config, auth=auth)
+    receiver = Receiver(store, config, auth=auth, metrics=getattr(platform, "metrics", None))
     receiver.register(platform.web)
     access = "token required" if config.token else ("closed: no token configured" if auth else "open (--no-auth)")
     platform.add_part("receiver", f"POST {WRITE_PATH} (remote_write), POST {BATCH_PATH} (agents); {access}")

@@ -91,8 +91,8 @@ def fetch(url: str, timeout_s: float, token: str | None = None) -> str:
 class ScrapeJob:
     """One target: ``job()`` scrapes it once and stores what it found; returns rows stored."""
 
-    def __init__(self, store, target, fetch_text=fetch, clock=time.time):
-        self.store, self.target = store, target
+    def __init__(self, store, target, fetch_text=fetch, clock=time.time, metrics=None):
+        self.store, self.target, self.metrics = store, target, metrics   # metrics: the platform's, or None
         self.mapping = mapping_for(target)
         self.defaults = {"host": urlparse(target.url).hostname or "", **target.labels}
         self._fetch, self._clock = fetch_text, clock
@@ -107,11 +107,17 @@ class ScrapeJob:
         except PromTextError as e:
             raise ScrapeError(f"{t.url} is not Prometheus text ({e})") from None
         if not records:
+            if self.metrics is not None:
+                self.metrics.ingested("scrape", 0, 0, source="scrape", name=t.name)
             return 0
         # one row per GPU entity and sample time, as for sample files and remote_write
         records = one_per_sample(records)
         stored, problems = insert_valid(self.store, "gpu_samples", GPU_SAMPLE_COLUMNS,
                                         [as_row(r) for r in records], now=when)
+        if self.metrics is not None:
+            refused = {p.row for p in problems}
+            newest = max((r.ts for n, r in enumerate(records) if n not in refused), default=None)
+            self.metrics.ingested("scrape", len(records), stored, problems, source="scrape", name=t.name, newest=newest)
         if problems:
             self.rows_refused += len(problems)
             first, r = problems[0], records[problems[0].row]
@@ -149,8 +155,11 @@ def add_quiet_job(platform, name: str, func, seconds: float) -> None:
 
 def register_scrapes(platform, store, targets) -> list[ScrapeJob]:
     jobs = []
+    metrics = getattr(platform, "metrics", None)
     for target in targets:
-        job = ScrapeJob(store, target)
+        job = ScrapeJob(store, target, metrics=metrics)
+        if metrics is not None:
+            metrics.expect("scrape", target.name)
         add_quiet_job(platform, f"scrape:{target.name}", job, target.interval_s)
         jobs.append(job)
     if jobs:

@@ -59,8 +59,12 @@ class ReceiverConfig:
     environment: str = ""                    # default environment for remote_write samples
     host_labels: list[str] | None = None     # labels naming the host before Hostname (default:
                                              # kubernetes_node, node; [] for none)
+    quiet_minutes: float = 15.0              # an agent / scrape target silent this long counts as quiet
+                                             # (gpuledger_ingest_sources_quiet on GET /metrics)
 
     def validate(self):
         if not self.max_body_mb > 0:
             return "max_body_mb", "a size in MB > 0"
+        if not self.quiet_minutes > 0:
+            return "quiet_minutes", "a number of minutes > 0"
         return None
