@@ -110,3 +110,25 @@ def test_a_refused_batch_is_dropped_not_retried_forever(tmp_path, store, caplog)
     assert "1 of 3 rows refused, 2 stored" in caplog.text
     # the refused row alone is left out: batch 1's 3 rows and batch 0's 2 good ones are stored
     assert store.scalar("SELECT count() FROM gpu_samples") == 5
+
+
+def test_oldest_unsent_age_is_exported_and_survives_a_restart(tmp_path):
+    from prometheus_client.core import GaugeMetricFamily
+
+    from collector.batches import Batch
+    from collector.records import GPU_SAMPLE_COLUMNS
+
+    def age(spool):
+        fams = {f.name: f for f in spool.collect() if isinstance(f, GaugeMetricFamily)}
+        return fams["gpuledger_spool_oldest_unsent_age_seconds"].samples[0].value
+
+    spool = Spool(tmp_path / "s", max_bytes=1 << 20)
+    assert age(spool) == 0
+    made = int((__import__("time").time() - 120) * 1000)
+    spool.append(Batch(f"node-1/gpu_samples/{made}/abc", "gpu_samples", GPU_SAMPLE_COLUMNS, []))
+    assert 0 <= age(spool) < 60                 # spooled just now
+    spool.close()
+    again = Spool(tmp_path / "s", max_bytes=1 << 20)
+    assert 115 <= age(again) < 200              # after a restart: the time its id carries
+    again.ack(f"node-1/gpu_samples/{made}/abc")
+    assert age(again) == 0
