@@ -3,6 +3,7 @@ dashboard's assets, the simulator's traces) are inside it, and gpuledger runs fr
 `gpuledger --version` says the version pyproject.toml gives."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -12,13 +13,19 @@ import pytest
 
 from tests.helpers import ROOT
 
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+VERSION = PROJECT["project"]["version"]
+PACKAGES = [p.rstrip("*") for p in PROJECT["tool"]["setuptools"]["packages"]["find"]["include"]]
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dist")
-    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
+    out, src = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("src")
+    for name in ("pyproject.toml", "README.md"):                # a copy, so no build/ is left in the checkout
+        shutil.copy(ROOT / name, src / name)
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    built = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(src)],
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
     [path] = out.glob("gpuledger-*.whl")
