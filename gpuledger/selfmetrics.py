@@ -99,7 +99,7 @@ class SelfMetrics:
                                          buckets=DURATION_BUCKETS, registry=r)
         self.rollup_last_success = Gauge("gpuledger_rollup_last_success_timestamp_seconds",
                                          "End time of the last successful derivation run.", registry=r)
-        self.rollup_days_pending = Gauge("gpuledger_rollup_days_pending",
+        self.rollup_days_pending = Gauge("gpuledger_rollup_pending_dates",
                                          "Days whose inputs had changed since they were derived, as the last "
                                          "derivation run found them.", registry=r)
         self.alert_rounds = Counter("gpuledger_alert_rounds", "Alert evaluation rounds.", registry=r)

@@ -44,9 +44,6 @@ def post(url: str, body: bytes, token: str) -> int:
         return e.code
 
 
-# promtool's lint wants base units in names; the contract's gpuledger_rollup_days_pending counts
-# days (a number of calendar days, not a duration), the one finding accepted.
-ACCEPTED_LINT = {'gpuledger_rollup_days_pending use base unit "seconds" instead of "days"'}
 
 
 # The agent's per-GPU series keep dcgm-exporter's label names (UUID, Hostname, modelName) and two
@@ -65,7 +62,7 @@ def promtool_problems(text: str) -> list[str]:
 
 def promtool_check(text: str) -> None:
     problems = promtool_problems(text)
-    assert set(problems) <= ACCEPTED_LINT, "\n".join(problems)
+    assert not problems, "\n".join(problems)
 
 
 def promtool_check_agent(text: str) -> None:
@@ -149,7 +146,7 @@ scrape_configs:
             assert value(p, "gpuledger_rollup_failures_total") == 0
             assert value(p, "gpuledger_rollup_duration_seconds_count") >= 2
             assert value(p, "time() - gpuledger_rollup_last_success_timestamp_seconds") < 300
-            assert value(p, "gpuledger_rollup_days_pending") is not None
+            assert value(p, "gpuledger_rollup_pending_dates") is not None
             assert value(p, "gpuledger_alert_rounds_total") >= 2
             assert value(p, "gpuledger_alerts_firing") == 0
             assert value(p, "gpuledger_notification_oldest_undelivered_age_seconds") == 0
