@@ -99,7 +99,7 @@ class SelfMetrics:
                                          buckets=DURATION_BUCKETS, registry=r)
         self.rollup_last_success = Gauge("gpuledger_rollup_last_success_timestamp_seconds",
                                          "End time of the last successful derivation run.", registry=r)
-        self.rollup_days_pending = Gauge("gpuledger_rollup_pending_dates",
+        self.rollup_pending_dates = Gauge("gpuledger_rollup_pending_dates",
                                          "Days whose inputs had changed since they were derived, as the last "
                                          "derivation run found them.", registry=r)
         self.alert_rounds = Counter("gpuledger_alert_rounds", "Alert evaluation rounds.", registry=r)
@@ -158,7 +158,7 @@ class SelfMetrics:
         else:
             self.rollup_last_success.set(self.clock())
             if "days" in seen:
-                self.rollup_days_pending.set(seen["days"])
+                self.rollup_pending_dates.set(seen["days"])
         finally:
             self.rollup_runs.inc()
             self.rollup_duration.observe(time.perf_counter() - started)
