@@ -75,7 +75,9 @@ GPULEDGER_METRICS: dict[str, tuple[str, float]] = {
     "gpuledger_memory_used_bytes": ("mem_used_bytes", 1.0),
     "gpuledger_memory_total_bytes": ("mem_total_bytes", 1.0),
     "gpuledger_energy_joules": ("energy_j", 1.0),
-    "gpuledger_process_count": ("process_count", 1.0),
+    "gpuledger_processes": ("process_count", 1.0),
+    "gpuledger_xid_errors": ("xid_count", 1.0),
+    "gpuledger_process_count": ("process_count", 1.0),      # the names agents before 0.1 exposed
     "gpuledger_xid_count": ("xid_count", 1.0),
     "gpuledger_sample_timestamp_seconds": ("_ts_seconds", 1.0),
 }
