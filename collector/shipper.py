@@ -8,6 +8,9 @@ raises :class:`Unavailable` when it cannot tell (retry later) or
   the batch id as ``insert_deduplication_token``;
 * :class:`PushDestination` POSTs the batch to a platform's ``/api/v1/ingest/batch``
   (``--push-url``), which inserts it the same way into its own store (embedded or server).
+  Every push says ``User-Agent: gpuledger-collect/<version>``; the platform answers with its own
+  in ``X-Gpuledger-Version``, and when its major.minor differs from the agent's, one warning is
+  logged (again only when the platform's version changes), and batches are still sent.
 
 :class:`Shipper` runs in a thread: it sends what the spool holds, acknowledges each batch
 once sent, and while the destination is down retries with exponential backoff (1 s .. 60 s),
@@ -25,28 +28,39 @@ import urllib.request
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from base.errors import BatchRejected, Unavailable
+from base.version import VERSION_HEADER, major_minor, user_agent
+from base.version import version as installed_version
 from collector.batches import BATCH_PATH, Batch
 
 log = logging.getLogger(__name__)
 
 
 class PushDestination:
-    """POST batches (gzip JSON, optional bearer token) to a platform's batch endpoint."""
+    """POST batches (gzip JSON, optional bearer token) to a platform's batch endpoint.
 
-    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 30.0):
+    ``version`` is the one this agent announces (default: the installed package's);
+    ``platform_version`` is the platform's, from its last answer that carried one."""
+
+    def __init__(self, base_url: str, token: str | None = None, timeout_s: float = 30.0,
+                 version: str | None = None):
         self.url = base_url.rstrip("/") + BATCH_PATH
         self._token, self._timeout = token, timeout_s
+        self.version = version or installed_version()
+        self.platform_version: str | None = None
 
     def send(self, batch: Batch) -> None:
-        headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+        headers = {"Content-Type": "application/json", "Content-Encoding": "gzip",
+                   "User-Agent": user_agent(self.version)}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         request = urllib.request.Request(self.url, data=gzip.compress(batch.to_json(), 1),
                                          headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
+                self._heard(response.headers.get(VERSION_HEADER))
                 response.read()
         except urllib.error.HTTPError as e:
+            self._heard(e.headers.get(VERSION_HEADER) if e.headers else None)
             detail = e.read()[:300].decode("utf-8", "replace")
             if e.code in (400, 413, 422):
                 raise BatchRejected(f"{self.url} refused batch {batch.id}: {e.code} {detail}") from e
@@ -55,6 +69,22 @@ class PushDestination:
                                  if e.code in (401, 403) else "")) from e
         except (OSError, ValueError) as e:  # connection refused, reset, timeout, bad URL
             raise Unavailable(f"{self.url}: {getattr(e, 'reason', e)}") from e
+
+    def _heard(self, platform: str | None) -> None:
+        """The platform's version from an answer: warn once per change to a major.minor not ours."""
+        platform = "".join(ch for ch in (platform or "")[:64] if ch.isprintable()).strip()
+        if not platform or platform == self.platform_version:
+            return
+        before, self.platform_version = self.platform_version, platform
+        if before is not None and major_minor(before) == major_minor(platform):
+            return
+        if major_minor(platform) != major_minor(self.version):
+            log.warning("the platform at %s runs gpuledger %s and this agent %s: their major.minor "
+                        "versions differ; batches are still sent, but upgrade the older of the two "
+                        "to the same release", self.url, platform, self.version)
+        elif before is not None:
+            log.info("the platform at %s now runs gpuledger %s, the same release as this agent",
+                     self.url, platform)
 
     def __str__(self) -> str:
         return self.url

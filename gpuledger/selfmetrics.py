@@ -42,6 +42,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from base.errors import first_line
 from base.sqlfiles import sql
+from base.version import version
 
 log = logging.getLogger(__name__)
 
@@ -66,16 +67,6 @@ def refusal_reason(problem) -> str:
     if "is not" in text or "no value given" in text:
         return "type"
     return "other"
-
-
-def version() -> str:
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("gpuledger")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 class SelfMetrics:

@@ -15,6 +15,12 @@ Prometheus' staleness markers) and GPUs without a ``Hostname`` label are skipped
 ``Content-Encoding: gzip``) from ``gpuledger collect --push-url``; recorded under its id, so an
 agent re-sending a batch after a crash stores it once.
 
+Versions: every ingest answer carries ``X-Gpuledger-Version: <the platform's version>``. An
+agent's batch sent with ``User-Agent: gpuledger-collect/<version>`` records that host (the
+batch's ``host`` column) and version in ``agent_versions`` (:class:`AgentVersions`: only when
+the version changes or an hour after the host's last write, never per batch; a failure to record
+is logged and never fails the batch). Other senders (curl, scripts) record nothing.
+
 Requests from many senders do not wait for each other's inserts: each is checked in its own
 thread, then stored together with the others that arrived meanwhile, in one insert per table
 (``ingest.group_commit``); each is answered once its own rows are stored, and each is stored
@@ -45,13 +51,16 @@ import hashlib
 import hmac
 import logging
 import math
+import threading
 import time
 import zlib
 from datetime import datetime, timezone
 
-from flask import jsonify, request
+from flask import jsonify, make_response, request
 
 from base.errors import BatchError, BatchRejected, PartlyRefused, Refused, first_line
+from base.version import VERSION_HEADER, agent_version
+from base.version import version as installed_version
 from collector.batches import BATCH_PATH, Batch
 from collector.dcgm import GPULEDGER
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
@@ -65,15 +74,51 @@ log = logging.getLogger(__name__)
 
 WRITE_PATH = "/api/v1/write"
 MAX_PROBLEMS = 20                  # refused rows named in one answer (all are counted)
+AGENT_VERSIONS = "agent_versions"  # sql/migrations/012_agent_versions.sql
+
+
+class AgentVersions:
+    """Records which version each agent host runs in ``agent_versions``, cheaply: a map in
+    memory says what was last written per host; a row is inserted only when a host's version
+    changes or its last write is ``refresh_s`` old (so ``last_seen`` stays within that of the
+    truth). A failed insert is logged and tried again after ``retry_s``; it never raises."""
+
+    def __init__(self, store, clock=time.time, refresh_s: float = 3600.0, retry_s: float = 60.0):
+        self.store, self.clock, self.refresh_s, self.retry_s = store, clock, refresh_s, retry_s
+        self._due: dict[str, tuple[str, float]] = {}     # host -> (version written, next write due)
+        self._lock = threading.Lock()
+        self.writes = self.failures = 0
+
+    def seen(self, host: str, version: str) -> None:
+        now = self.clock()
+        with self._lock:
+            known = self._due.get(host)
+            if known is not None and known[0] == version and now < known[1]:
+                return
+            self._due[host] = (version, now + self.refresh_s)    # other batches of this host: no write
+        at = datetime.fromtimestamp(int(now), timezone.utc)
+        try:
+            self.store.insert(AGENT_VERSIONS, [(host, version, at, at)],
+                              ("host", "version", "first_seen", "last_seen"))
+            self.writes += 1
+        except Exception as e:    # never the batch's problem: its rows are stored
+            self.failures += 1
+            with self._lock:
+                self._due[host] = (version, now + self.retry_s)
+            log.warning("receiver: could not record agent %s's version %s in %s (%s: %s); trying "
+                        "again in %.0f s", host, version, AGENT_VERSIONS, type(e).__name__,
+                        first_line(e), self.retry_s)
 
 
 class Receiver:
     """The two endpoints' logic, independent of Flask's routing (``register`` mounts it)."""
 
     def __init__(self, store, config: ReceiverConfig | None = None, clock=time.time, *, auth: bool = True,
-                 metrics=None):
+                 metrics=None, version: str | None = None):
         self.store, self.config, self.clock, self.auth = store, config or ReceiverConfig(), clock, auth
         self.metrics = metrics                 # the platform's (gpuledger.selfmetrics), or None
+        self.version = version or installed_version()      # answered in X-Gpuledger-Version
+        self.agents = AgentVersions(store, clock)
         self.max_bytes = int(self.config.max_body_mb * 1024 * 1024)
         self.mapping = GPULEDGER if self.config.host_labels is None else \
             dataclasses.replace(GPULEDGER, host_labels=tuple(self.config.host_labels))
@@ -143,8 +188,9 @@ class Receiver:
                                  lambda p: _series_of(records[p.row], p))
         return stored
 
-    def batch(self, body: bytes, encoding: str) -> Batch:
-        """Store an agent's batch; return it."""
+    def batch(self, body: bytes, encoding: str, user_agent: str | None = None) -> Batch:
+        """Store an agent's batch; return it. Sent by ``gpuledger collect`` (``user_agent``
+        ``gpuledger-collect/<version>``), its host's version is recorded (``AgentVersions``)."""
         if encoding and encoding.lower() == "gzip":
             try:
                 body = _gunzip(body, 8 * self.max_bytes)
@@ -160,9 +206,21 @@ class Receiver:
         stored, problems = self._insert(batch.id, batch.table, batch.columns, batch.rows, now, "batch")
         self.counts["batches"] += 1
         self.counts["batch_rows"] += stored
+        self._record_version(user_agent, batch, problems)
         if problems:
             self._partly_refused(f"batch {batch.id}", stored, problems, str)
         return batch
+
+    def _record_version(self, user_agent: str | None, batch: Batch, problems) -> None:
+        announced = agent_version(user_agent)
+        if announced is None:
+            return
+        try:
+            agent = _agent_of(batch.columns, batch.rows, {p.row for p in problems})
+            if agent is not None:
+                self.agents.seen(agent[0], announced)
+        except Exception:          # a bug here must not fail a stored batch
+            log.exception("receiver: recording the version of batch %s's agent failed", batch.id)
 
     def _partly_refused(self, what: str, stored: int, problems: list[RowProblem], describe) -> None:
         self.counts["rows_refused"] += len(problems)
@@ -222,7 +280,8 @@ class Receiver:
 
     def _flask_batch(self):
         def handle():
-            batch = self.batch(self._request_body(), request.headers.get("Content-Encoding", ""))
+            batch = self.batch(self._request_body(), request.headers.get("Content-Encoding", ""),
+                               request.headers.get("User-Agent"))
             return jsonify({"id": batch.id, "stored": len(batch.rows)}), 200
         return self._answer(handle)
 
@@ -231,6 +290,13 @@ class Receiver:
         return self.read_body(request.content_length, request.stream)
 
     def _answer(self, handle):
+        """``handle()``'s response, or the one for the error it raised; either way with the
+        platform's version in ``X-Gpuledger-Version``."""
+        response = make_response(self._handle(handle))
+        response.headers[VERSION_HEADER] = self.version
+        return response
+
+    def _handle(self, handle):
         try:
             return handle()
         except Refused as e:

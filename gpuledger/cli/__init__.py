@@ -14,21 +14,11 @@ import logging
 import sys
 
 from base.errors import GpuledgerError
+from base.version import version
 from gpuledger import config as configuration
 from gpuledger.cli import alerts, collect, data, ops, platform
 
 GROUPS = (collect, data, platform, alerts, ops)
-
-
-def version() -> str:
-    """The installed package's version (pyproject.toml's, the one source of it)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
-
-    try:
-        return installed("gpuledger")
-    except PackageNotFoundError:          # run from a checkout that was never installed
-        return "0+unknown"
 
 
 def parser() -> argparse.ArgumentParser:

@@ -11,6 +11,7 @@ import pytest
 
 from base.errors import ConfigError
 from base.settings import Secret
+from base.version import version
 from collector.agent import run_agent
 from collector.config import CollectorConfig
 from collector.fake_nvml import FakeNvml
@@ -82,6 +83,9 @@ def test_rounds_reach_the_platform_store_through_the_spool(tmp_path, store):
                                                        (4001, 4, "python3", 1001 * 2**20)]
     assert parts["shipper"].sent_batches == 8 and len(parts["spool"]) == 0
     assert list(tmp_path.glob("seg-*")) == []
+    # the agent announced its version on each of the 8 pushes; the platform recorded it once
+    assert store.rows("SELECT host, version FROM agent_versions") == [("node-3", version())]
+    assert parts["shipper"].destination.platform_version == version()
 
 
 def test_wrong_push_token_keeps_batches_in_the_spool(tmp_path, store, caplog):
