@@ -9,6 +9,7 @@ import pytest
 from alerts.config import AlertsConfig, DeliveryConfig
 from base.errors import ChannelError, SilenceError
 from gpuledger.cli import alerts as alerts_cli
+from gpuledger.cli.common import LOCAL
 
 from .conftest import slack_channel, webhook_channel
 from .test_builtin_pack import planted  # noqa: F401  (fixture)
@@ -21,6 +22,8 @@ def run(argv, store, alerts_cfg=None, teams=()):
     alerts_cli.add_commands(top.add_subparsers(dest="command", required=True))
     args = top.parse_args(argv)
     cfg = SimpleNamespace(alerts=alerts_cfg or AlertsConfig(), teams=list(teams), source="defaults")
+    if hasattr(args.func, "run"):            # a command that may also run through the platform (cli.common.beside)
+        return args.func.run(args, cfg, store, LOCAL)
     with patch.object(alerts_cli, "open_store", lambda cfg, dsn: store):
         return args.func(args, cfg)
 
