@@ -108,12 +108,7 @@ class Platform:
                 service.start(host)
                 started.append(service)
         except Exception:
-            for service in started:
-                service.stop()
-            self.scheduler.shutdown(wait=False)
-            self._server.server_close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            self._shut_down(started, previous, wait=False)
             raise
         log.info("gpuledger is up on http://%s:%d (health: /healthz)", host, self.port)
         if ready:
@@ -121,13 +116,18 @@ class Platform:
         try:
             self._server.serve_forever(poll_interval=0.2)
         finally:
-            for service in started:
-                service.stop()
-            self.scheduler.shutdown(wait=True)
-            self._server.server_close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            self._shut_down(started, previous, wait=True)
             log.info("gpuledger stopped")
+
+    def _shut_down(self, services, previous_handlers, wait: bool) -> None:
+        """Stop the side servers and the scheduler (``wait``: for running jobs), close the web
+        server and give the signals their earlier handlers."""
+        for service in services:
+            service.stop()
+        self.scheduler.shutdown(wait=wait)
+        self._server.server_close()
+        for sig, handler in previous_handlers.items():
+            signal.signal(sig, handler)
 
     def stop(self) -> None:
         if self._server and not self._stopping.is_set():
