@@ -181,7 +181,7 @@ def downloads(hostile) -> list[tuple[str, dict, list[list[str]]]]:
     for page, path in PAGES.items():
         layout = call_router(hostile.client, path, "").response
         buttons = []
-        _walk_ids(layout, lambda i: buttons.append(i) if isinstance(i, dict) and i.get("type") == "gl-csv" else None)
+        _walk_ids(layout, lambda i, found=buttons: found.append(i) if isinstance(i, dict) and i.get("type") == "gl-csv" else None)
         dep = next((d for d in deps if d["output"] == f"{ids.download(page)}.data"), None)
         assert bool(buttons) == bool(dep), page
         states = {ids.filters(page): default_filters(), ids.IDLE_FOCUS: {}}
