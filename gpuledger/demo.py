@@ -133,13 +133,13 @@ def run_demo(dsn: str, *, gpus: int, days: int, interval_s: int, seed: int, keep
                     until=(sim_files["end"] + timedelta(days=1)).date(), progress=progress)
     elapsed = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(summary(store, loaded.rows, bills, report, elapsed, peak_mb, work))
+    print(summary(store, loaded.rows, bills, report, elapsed, peak_mb, work), flush=True)   # before serving, even into a pipe
     if not serve:
         return 0
     from gpuledger.platform import build_platform
 
     if target.embedded and demo_cfg.sql.enabled and not demo_cfg.sql.users:
-        print(sql_reader(demo_cfg, target.path.parent / f"{target.path.name}-sql-finance.password"))
+        print(sql_reader(demo_cfg, target.path.parent / f"{target.path.name}-sql-finance.password"), flush=True)
     platform = build_platform(demo_cfg, store, auth=auth)
     platform.serve(demo_cfg.server.host, port or demo_cfg.server.port)
     return 0
