@@ -1,7 +1,9 @@
 """``gpuledger ingest samples``: bulk import of GPU samples from CSV / Parquet files, and from
 Prometheus text exposition files (``.prom``, ``.txt``: a saved ``curl node:9400/metrics`` of our
 agent or of dcgm-exporter, mapped like a scrape by ``collector.dcgm.GPULEDGER``; samples
-without their own timestamp take the file's modification time).
+without their own timestamp take the file's modification time), and ``nvidia-smi`` output
+(``--query-gpu`` CSV logs and ``-q -x`` XML, told by their content whatever their name; see
+``collector.nvidia_smi``; their host comes from ``--host``).
 
 Columns are those of ``gpu_samples`` (see ``sql/migrations/001_gpu_samples.sql`` and the README):
 ``ts``, ``host`` and ``gpu_uuid`` are required, the others default when absent (NULL for
@@ -56,7 +58,7 @@ ACCEPTED_TS = limits.ACCEPTED_TS
 FILL_SETTINGS = {**READ_SETTINGS, "max_partitions_per_insert_block": 0,
                  "input_format_json_read_numbers_as_strings": 1, "input_format_json_read_bools_as_strings": 1}
 _LINE_KIND = {"CSVWithNames": "csv", "TSVWithNames": "tsv", "JSONEachRow": "json"}
-SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz") + PROM_SUFFIXES
+SUFFIXES = (".csv", ".csv.gz", ".parquet", ".tsv", ".tsv.gz", ".jsonl", ".jsonl.gz", ".xml") + PROM_SUFFIXES
 
 
 @dataclass
@@ -142,17 +144,20 @@ def record_loaded(store, kind: str, path: Path | str, digest: str, rows: int) ->
 
 
 def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str], None] = log.info,
-                   force: bool = False, names: dict[str, str] | None = None) -> LoadReport:
+                   force: bool = False, names: dict[str, str] | None = None, host: str | None = None) -> LoadReport:
     """Load sample files into gpu_samples; see the module docstring for the rules. ``names`` maps
     a path to the name ``ingested_files`` records for it (a file uploaded to the platform is
-    recorded under the name it was sent with, not its temporary copy's)."""
+    recorded under the name it was sent with, not its temporary copy's). ``host`` names the host
+    of nvidia-smi files (which do not name it themselves); other files ignore it."""
     files = expand(paths)
     names = names or {}
     types = store.column_types(TABLE)
     report = LoadReport()
     for number, path in enumerate(files, 1):
-        promtext = path.name.lower().endswith(PROM_SUFFIXES)
-        if not promtext:
+        smi = nvidia_smi_kind(path)
+        records = read_nvidia_smi(path, smi, host) if smi else None
+        promtext = not smi and path.name.lower().endswith(PROM_SUFFIXES)
+        if not promtext and not smi:
             fmt = file_format(path)
             limits.check_lines(path, _LINE_KIND.get(fmt, ""), functools.partial(header, path, fmt))
             columns = header(path, fmt)
@@ -171,7 +176,9 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
             progress(f"[{number}/{len(files)}] {path}: an earlier load of it was interrupted; finishing it")
         record_loaded(store, INTENT, names.get(str(path), path), digest, 0)
         label = f"[{number}/{len(files)}] {path}"
-        if promtext:
+        if smi:
+            rows, repeats = load_records(store, path, records, repair)
+        elif promtext:
             rows, repeats = load_promtext(store, path, repair)
         else:
             rows, repeats = load_one(store, path, fmt, columns, types, repair, days_progress(progress, label))
@@ -360,9 +367,6 @@ def load_promtext(store, path: Path, repair=()) -> tuple[int, int]:
     once, the last one read."""
     from collector.dcgm import records_from_text
     from collector.promtext import PromTextError
-    from collector.records import as_row
-    from collector.sample_mapping import one_per_sample
-    from ingest.writer import insert_rows
 
     limits.check_lines(path, "prom")
     try:
@@ -381,6 +385,16 @@ def load_promtext(store, path: Path, repair=()) -> tuple[int, int]:
     if nameless is not None:
         raise InputError(f"GPU {nameless.gpu_uuid} has no Hostname label, so its host is unknown; "
                          "nothing from this file was stored", path=str(path))
+    return load_records(store, path, records, repair)
+
+
+def load_records(store, path: Path, records: list, repair=()) -> tuple[int, int]:
+    """Load one file's GpuSample records all-or-nothing, each checked against its column; return
+    (rows stored, repeats dropped): a GPU entity at one ``ts`` is stored once, the last one read."""
+    from collector.records import as_row
+    from collector.sample_mapping import one_per_sample
+    from ingest.writer import insert_rows
+
     unique = one_per_sample(records)
     rows = [as_row(r) for r in unique]
     _, problems = split_valid(store.column_types(TABLE), GPU_SAMPLE_COLUMNS, rows)
@@ -400,3 +414,42 @@ def load_promtext(store, path: Path, repair=()) -> tuple[int, int]:
                              path=str(path)) from None
         stage.attach_to(unless_stored=repair)
         return len(unique), len(records) - len(unique)
+
+
+def nvidia_smi_kind(path: Path) -> str | None:
+    """``"query-csv"`` or ``"xml"`` when the file is nvidia-smi output (``collector.nvidia_smi.sniff``,
+    by its first line, whatever its name), else None: the file is read as before."""
+    from collector.nvidia_smi import sniff
+
+    name = path.name.lower()
+    if name.endswith((".parquet", ".jsonl", ".jsonl.gz", ".tsv", ".tsv.gz")):
+        return None
+    try:
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(path, "rb") as handle:
+            head = handle.read(4096)
+    except (OSError, EOFError):
+        return None        # read as before: its own reader says what is wrong
+    return sniff(head.decode("utf-8", errors="replace"))
+
+
+def read_nvidia_smi(path: Path, kind: str, host: str | None) -> list:
+    """The records of an nvidia-smi file (``kind`` from ``nvidia_smi_kind``); InputError naming the
+    file for anything unreadable, or when no host is known (``--host``)."""
+    from collector import nvidia_smi
+
+    if kind == "query-csv":
+        limits.check_lines(path, "csv")
+    try:
+        opener = gzip.open if path.name.lower().endswith(".gz") else open
+        with opener(path, "rt", encoding="utf-8-sig") as handle:
+            text = handle.read()
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the file ({exc})", path=str(path)) from None
+    if kind == "xml":
+        records = nvidia_smi.records_from_xml(text, host=host, path=str(path))
+    else:
+        records = nvidia_smi.records_from_query_csv(text, host=host, path=str(path))
+    if not records:
+        raise InputError("no GPU samples found in this nvidia-smi output", path=str(path))
+    return records

@@ -15,9 +15,10 @@ def add_commands(sub) -> None:
 
     ingest = sub.add_parser("ingest", help="load data files into the store")
     ingest_sub = ingest.add_subparsers(dest="what", required=True, metavar="WHAT")
-    p = ingest_sub.add_parser("samples", help="GPU samples from CSV / Parquet files (backfill)")
+    p = ingest_sub.add_parser("samples", help="GPU samples from CSV / Parquet / .prom / nvidia-smi files (backfill)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or glob patterns")
     p.add_argument("--force", action="store_true", help="load files even if the same content was loaded before")
+    p.add_argument("--host", metavar="NAME", help="the host of nvidia-smi files (they do not name it themselves)")
     p.set_defaults(func=beside(run_ingest_samples, files=sample_files))
 
     p = ingest_sub.add_parser("billing", help="cloud bills: FOCUS, AWS CUR, Azure exports, GCP billing export; files, dirs, globs, s3://")
@@ -72,7 +73,8 @@ def run_ingest_samples(args, cfg, store, con) -> int:
     from ingest.samples import ingest_samples
 
     uploaded = {str(path): name for path, name in getattr(args, "uploads", [])}
-    report = ingest_samples(store, args.paths, progress=con.progress, force=args.force, names=uploaded)
+    report = ingest_samples(store, args.paths, progress=con.progress, force=args.force, names=uploaded,
+                            host=args.host)
     con.print(f"loaded {report.rows:,} rows from {report.files_loaded} file(s); {report.files_skipped} already loaded, skipped")
     return 0
 
