@@ -212,3 +212,40 @@ def test_unreadable_files_get_one_line_and_exit_2(shared_data, tmp_path, name, t
     errors = [line for line in run.lines if "error" in line]
     assert len(errors) == 1 and message in errors[0], run.tail()
     assert "Traceback" not in run.tail()
+
+
+OLD_SCHEMA = """<?xml version="1.0" ?>
+<nvidia_smi_log>
+  <timestamp>Mon Jun  1 10:00:00 2026</timestamp>
+  <driver_version>470.82.01</driver_version>
+  <gpu id="00000000:07:00.0">
+    <product_name>Tesla V100-SXM2-32GB</product_name>
+    <uuid>GPU-old</uuid>
+    <pci><pci_bus_id>00000000:07:00.0</pci_bus_id></pci>
+    <clocks_throttle_reasons>
+      <clocks_throttle_reason_gpu_idle>Active</clocks_throttle_reason_gpu_idle>
+      <clocks_throttle_reason_sw_power_cap>Active</clocks_throttle_reason_sw_power_cap>
+      <clocks_throttle_reason_hw_slowdown>Not Active</clocks_throttle_reason_hw_slowdown>
+    </clocks_throttle_reasons>
+    <fb_memory_usage><total>32510 MiB</total><used>3 MiB</used></fb_memory_usage>
+    <utilization><gpu_util>7 %</gpu_util><memory_util>N/A</memory_util></utilization>
+    <ecc_errors>
+      <volatile><single_bit><total>2</total></single_bit><double_bit><total>0</total></double_bit></volatile>
+      <aggregate><single_bit><total>N/A</total></single_bit><double_bit><total>1</total></double_bit></aggregate>
+    </ecc_errors>
+    <power_readings><power_draw>43.21 W</power_draw></power_readings>
+    <processes>N/A</processes>
+  </gpu>
+</nvidia_smi_log>
+"""
+
+
+def test_older_driver_schema_names():
+    """Element names of pre-535 drivers (clocks_throttle_reasons, power_readings, single/double_bit)."""
+    from collector.nvidia_smi import records_from_xml
+
+    [r] = records_from_xml(OLD_SCHEMA, host="v100-1")
+    assert (r.gpu_uuid, r.model, r.util_gpu, r.util_mem, r.mem_used_bytes, r.power_w) == \
+        ("GPU-old", "Tesla V100-SXM2-32GB", 7.0, None, 3 * MIB, 43.21)
+    assert (r.throttle_reasons, r.ecc_corrected_volatile, r.ecc_uncorrected_volatile,
+            r.ecc_corrected_aggregate, r.ecc_uncorrected_aggregate, r.process_count) == (0x1 | 0x4, 2, 0, None, 1, None)
