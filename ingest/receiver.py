@@ -96,7 +96,7 @@ class AgentVersions:
             if known is not None and known[0] == version and now < known[1]:
                 return
             self._due[host] = (version, now + self.refresh_s)    # other batches of this host: no write
-        at = datetime.fromtimestamp(int(now), timezone.utc)
+        at = datetime.fromtimestamp(now, timezone.utc)
         try:
             self.store.insert(AGENT_VERSIONS, [(host, version, at, at)],
                               ("host", "version", "first_seen", "last_seen"))

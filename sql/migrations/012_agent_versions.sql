@@ -10,13 +10,14 @@
 -- AggregatingMergeTree rather than ReplacingMergeTree(last_seen) ORDER BY host (latest only): it
 -- keeps the history, and min() keeps first_seen although a restarted platform, which forgot what
 -- it wrote, writes the row again with first_seen = now (no read before a write).
+-- Microseconds, so an upgrade within the same second still orders after the version it replaced.
 -- An operator table: not granted to the read-only role.
 CREATE TABLE IF NOT EXISTS agent_versions
 (
     host       LowCardinality(String),
     version    LowCardinality(String),
-    first_seen SimpleAggregateFunction(min, DateTime),
-    last_seen  SimpleAggregateFunction(max, DateTime)
+    first_seen SimpleAggregateFunction(min, DateTime64(6)),
+    last_seen  SimpleAggregateFunction(max, DateTime64(6))
 )
 ENGINE = AggregatingMergeTree
 ORDER BY (host, version);
