@@ -43,30 +43,20 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from base.errors import first_line
 from base.sqlfiles import sql
 from base.version import version
+from ingest.writer import PROBLEM_KINDS
 
 log = logging.getLogger(__name__)
 
 PATH = "/metrics"
 PATHS = ("batch", "remote_write", "scrape", "file")
-REASONS = ("type", "range", "length", "ts_range", "constraint", "other")
+REASONS = PROBLEM_KINDS
 QUIET_MINUTES = 15
 DURATION_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
 
 def refusal_reason(problem) -> str:
-    """The bounded reason label of a refused row (an ``ingest.writer.RowProblem``)."""
-    text = problem.reason
-    if not problem.column or text.startswith("the store refused"):
-        return "constraint"
-    if "accepted times" in text or "ahead of now" in text:
-        return "ts_range"
-    if "-byte limit of" in text:
-        return "length"
-    if "range" in text or "not a finite number" in text:
-        return "range"
-    if "is not" in text or "no value given" in text:
-        return "type"
-    return "other"
+    """The bounded reason label of a refused row (an ``ingest.writer.RowProblem``: its kind)."""
+    return problem.kind if problem.kind in REASONS else "other"
 
 
 class SelfMetrics:

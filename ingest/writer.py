@@ -135,17 +135,28 @@ MAX_SPLITS = 64                                           # inserts spent findin
 @dataclass(frozen=True)
 class RowProblem:
     """Row ``row`` (0-based, in the rows given) was not stored: ``column`` (empty when the store
-    refused the row as a whole) and the ``reason``."""
+    refused the row as a whole), the ``reason``, and its ``kind``, one of ``PROBLEM_KINDS``."""
     row: int
     column: str
     reason: str
+    kind: str = "other"
 
     def __str__(self) -> str:
         return f"row {self.row}" + (f" column {self.column}" if self.column else "") + f": {self.reason}"
 
 
+# what kinds of refusal there are (the platform's gpuledger_ingest_rows_refused_total{reason})
+PROBLEM_KINDS = ("type", "range", "length", "ts_range", "constraint", "other")
+
+
 def value_problem(ch_type: str, value) -> str | None:
     """Why ``value`` cannot be stored in a column of ClickHouse type ``ch_type`` (None: it can)."""
+    problem = _value_problem(ch_type, value)
+    return problem and problem[1]
+
+
+def _value_problem(ch_type: str, value) -> tuple[str, str] | None:
+    """``(kind, reason)`` of ``value_problem``."""
     inner = ch_type
     if inner.startswith("Nullable(") and inner.endswith(")"):
         if value is None:
@@ -154,32 +165,32 @@ def value_problem(ch_type: str, value) -> str | None:
     if inner.startswith("LowCardinality(") and inner.endswith(")"):
         inner = inner[15:-1]
     if value is None:
-        return f"no value given for a non-nullable {inner} column"
+        return "type", f"no value given for a non-nullable {inner} column"
     m = _INT_TYPE.fullmatch(inner)
     if m:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
-            return f"{_show(value)} is not an integer"
+            return "type", f"{_show(value)} is not an integer"
         bits = int(m.group(2))
         low, high = (0, 2**bits - 1) if m.group(1) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
         if not low <= value <= high:
-            return f"{value} is outside {inner}'s range {low}..{high}"
+            return "range", f"{value} is outside {inner}'s range {low}..{high}"
         return None
     if inner.startswith("Float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"{_show(value)} is not a number"
+            return "type", f"{_show(value)} is not a number"
         if not math.isfinite(value):
-            return f"{value} is not a finite number"
+            return "range", f"{value} is not a finite number"
         return None
     if inner == "String":
-        return None if isinstance(value, str) else f"{_show(value)} is not text"
+        return None if isinstance(value, str) else ("type", f"{_show(value)} is not text")
     if inner.startswith("DateTime"):
         if not isinstance(value, datetime):
-            return f"{_show(value)} is not a time (milliseconds since the epoch, UTC)"
+            return "type", f"{_show(value)} is not a time (milliseconds since the epoch, UTC)"
         aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
         if not TIME_MIN <= aware <= TIME_MAX:
-            return f"{value.isoformat()} is outside the accepted times ({limits.ACCEPTED_TS})"
+            return "ts_range", f"{value.isoformat()} is outside the accepted times ({limits.ACCEPTED_TS})"
         return None
     return None
 
@@ -204,13 +215,13 @@ def split_valid(types: dict[str, str], columns: Sequence[str], rows: Sequence[Se
         for n, value in enumerate(values):
             if n in refused:                    # an earlier column refused this row already
                 continue
-            reason = value_problem(ch_type, value)
-            if reason is None and kind == "text" and value:
-                reason = limits.too_long(column, value)
-            if reason is None and kind == "time" and value is not None and _aware(value) > latest:
-                reason = f"{value.isoformat()} is more than 1 day ahead of now ({limits.ACCEPTED_TS})"
-            if reason:
-                refused[n] = RowProblem(n, column, reason)
+            problem = _value_problem(ch_type, value)
+            if problem is None and kind == "text" and value and (long := limits.too_long(column, value)):
+                problem = "length", long
+            if problem is None and kind == "time" and value is not None and _aware(value) > latest:
+                problem = "ts_range", f"{value.isoformat()} is more than 1 day ahead of now ({limits.ACCEPTED_TS})"
+            if problem:
+                refused[n] = RowProblem(n, column, problem[1], problem[0])
     good = [(n, row) for n, row in enumerate(rows) if n not in refused]
     return good, sorted(refused.values(), key=lambda p: p.row)
 
@@ -286,7 +297,7 @@ def _insert_halves(store, table, columns, items, token, problems, budget) -> int
         if not is_data_error(exc):
             raise
         if len(items) == 1 or budget[0] <= 0:
-            problems.extend(RowProblem(n, "", f"the store refused it: {first_line(exc)}") for n, _ in items)
+            problems.extend(RowProblem(n, "", f"the store refused it: {first_line(exc)}", "constraint") for n, _ in items)
             return 0
     budget[0] -= 1
     mid = len(items) // 2

@@ -210,5 +210,5 @@ def test_refusal_reasons_are_bounded():
             [1, "x", datetime(1990, 1, 1, tzinfo=timezone.utc), 1.0], [1, "x", now, float("nan")]]
     _, problems = split_valid(types, ["a", "b", "c", "d"], rows, now)
     assert [refusal_reason(p) for p in problems] == ["range", "type", "length", "ts_range", "range"]
-    assert refusal_reason(RowProblem(0, "", "the store refused it: CHECK")) == "constraint"
+    assert refusal_reason(RowProblem(0, "", "the store refused it: CHECK", "constraint")) == "constraint"
     assert {refusal_reason(p) for p in problems} <= set(REASONS)
