@@ -20,7 +20,6 @@ import hmac
 import json
 import logging
 import queue
-import re
 import shutil
 import tempfile
 import threading
@@ -37,7 +36,6 @@ log = logging.getLogger(__name__)
 
 MAX_HEAD = 1 << 20
 UPLOAD_PREFIX = "gpuledger-upload-"
-UPLOADED = re.compile(re.escape(tempfile.gettempdir()) + "/" + UPLOAD_PREFIX + r"\w+/\d+/")
 # the command's run function -> the platform lock it takes (alerts check only with --send)
 LOCKS = {"run_rollup": "rollup", "run_ingest_billing": "billing", "run_ingest_samples": "ingest-samples",
          "run_check": "alerts"}
@@ -146,7 +144,7 @@ def stream(platform, args, run, uploads_dir: Path | None):
     def shown(text: str) -> str:        # uploaded copies under the names they were sent with
         for here, there in names:
             text = text.replace(here, there)
-        return UPLOADED.sub("", text)     # and those of earlier loads (ingested_files.path) by file name
+        return text
 
     lines: queue.SimpleQueue = queue.SimpleQueue()
     con = Console(out=lambda text: lines.put({"out": shown(text)}), err=lambda text: lines.put({"err": shown(text)}))
