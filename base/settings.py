@@ -8,6 +8,7 @@ and nested dataclasses.
 from __future__ import annotations
 
 import dataclasses
+import hmac
 import os
 import types
 import typing
@@ -173,3 +174,9 @@ def data_home() -> Path:
     ``~/.local/share/gpuledger``."""
     xdg = os.environ.get("XDG_DATA_HOME")
     return (Path(xdg) if xdg else home() / ".local" / "share") / "gpuledger"
+
+
+def bearer_matches(header: str | None, token: str) -> bool:
+    """Whether an ``Authorization`` header is ``Bearer <token>`` (compared in constant time)."""
+    scheme, _, given = (header or "").partition(" ")
+    return bool(token) and scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())

@@ -16,7 +16,6 @@ alerts round; sample loads run one at a time.
 """
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import queue
@@ -29,6 +28,7 @@ from pathlib import Path
 from flask import Response, request
 
 from base.errors import GpuledgerError, InputError, first_line
+from base.settings import bearer_matches
 from base.sqlfiles import sql
 from gpuledger import link
 
@@ -48,8 +48,7 @@ def install(platform) -> None:
     platform.add_service(announcement)
 
     def cli():
-        if not announcement.token or not hmac.compare_digest(
-                request.headers.get("Authorization", "").encode(), f"Bearer {announcement.token}".encode()):
+        if not bearer_matches(request.headers.get("Authorization"), announcement.token):
             return Response(json.dumps({"error": "a valid token from the store's link file is required"}) + "\n",
                             401, content_type="application/json")
         try:

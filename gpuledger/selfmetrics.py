@@ -18,7 +18,6 @@ The names are a contract with the alerting rules (deploy/prometheus/): do not re
 """
 from __future__ import annotations
 
-import hmac
 import logging
 import shutil
 import threading
@@ -41,6 +40,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from base.errors import first_line
+from base.settings import bearer_matches
 from base.sqlfiles import sql
 from base.version import version
 from ingest.writer import PROBLEM_KINDS
@@ -281,8 +281,7 @@ def install(platform, *, auth: bool = True) -> None:
         token = secret.get() if secret else ""
         if not token:
             return is_loopback(getattr(platform, "host", "") or "")
-        scheme, _, given = request.headers.get("Authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+        return bearer_matches(request.headers.get("Authorization"), token)
 
     def serve():
         if not allowed():

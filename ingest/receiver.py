@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import hmac
 import logging
 import math
 import threading
@@ -59,6 +58,7 @@ from datetime import datetime, timezone
 from flask import jsonify, make_response, request
 
 from base.errors import BatchError, BatchRejected, PartlyRefused, Refused, first_line
+from base.settings import bearer_matches
 from base.version import VERSION_HEADER, agent_version
 from base.version import version as installed_version
 from collector.batches import BATCH_PATH, Batch
@@ -137,8 +137,7 @@ class Receiver:
                                    "and send 'Authorization: Bearer <token>', or run the local demo "
                                    "with --no-auth")
             return
-        scheme, _, given = (header or "").partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        if not bearer_matches(header, token):
             raise Refused(401, "missing or wrong bearer token: send 'Authorization: Bearer "
                                "<token>' with the token configured as receiver.token")
 
