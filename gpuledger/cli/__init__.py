@@ -21,12 +21,20 @@ from gpuledger.cli import alerts, collect, data, ops, platform
 GROUPS = (collect, data, platform, alerts, ops)
 
 
+class _Version(argparse.Action):
+    """``--version``, read from the package's metadata only when asked (not at every start)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"gpuledger {version()}")
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="gpuledger", description="GPU fleet observability and cost governance on ClickHouse.")
     top.add_argument("--config", help="config file (default: $GPULEDGER_CONFIG or ./gpuledger.toml)")
     top.add_argument("--store", help="store DSN, overriding the config (chdb:///dir or http://user:pass@host:8123/db)")
     top.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
-    top.add_argument("--version", action="version", version=f"gpuledger {version()}")
+    top.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for group in GROUPS:
         group.add_commands(sub)
