@@ -16,8 +16,9 @@ Mapping decisions (one record per GPU entity per scrape):
 * ``xid_last`` = XID_ERRORS unless 0; ``xid_count`` stays 0 (DCGM gives no count);
 * ``container`` and ``device`` labels have no column and are dropped.
 
-Our exposition (``collector.exposition``) uses the same names plus ``gpuledger_*`` series
-carrying what DCGM lacks, exact bytes included, so :data:`GPULEDGER` maps it back to the very
+Our exposition (``collector.exposition``) uses the same names (but ``modelName``: the model is
+the ``model`` label of ``gpuledger_gpu_info``; older agents' ``modelName`` is still read) plus
+``gpuledger_*`` series carrying what DCGM lacks, exact bytes included, so :data:`GPULEDGER` maps it back to the very
 records that were exposed. :data:`GPULEDGER` also reads plain dcgm-exporter output, so it is
 the default for scrapes and remote_write.
 """
@@ -68,7 +69,7 @@ DCGM_LABELS: dict[str, str] = {
 
 INFO_METRIC = "gpuledger_gpu_info"
 # columns carried as labels of gpuledger_gpu_info (label name = column name)
-INFO_COLUMNS = ("environment", "region", "cluster", "pool", "instance_id", "instance_type",
+INFO_COLUMNS = ("model", "environment", "region", "cluster", "pool", "instance_id", "instance_type",
                 "image", "cuda_version", "team", "user", "job_id", "slurm_account", "source")
 
 GPULEDGER_METRICS: dict[str, tuple[str, float]] = {

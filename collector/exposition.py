@@ -9,13 +9,16 @@
     collector.update(sampler.sample().samples)       # after each round
 
 Series use dcgm-exporter's names, units and labels where DCGM has the value (``gpu``,
-``UUID``, ``pci_bus_id``, ``device``, ``modelName``, ``Hostname``,
-``DCGM_FI_DRIVER_VERSION``, ``GPU_I_ID`` / ``GPU_I_PROFILE`` on MIG devices, ``namespace`` /
-``pod`` when a pod holds the GPU), so dashboards built for dcgm-exporter work unchanged.
+``UUID``, ``pci_bus_id``, ``device``, ``Hostname``, ``DCGM_FI_DRIVER_VERSION``,
+``GPU_I_ID`` / ``GPU_I_PROFILE`` on MIG devices, ``namespace`` / ``pod`` when a pod holds the
+GPU), so dashboards built for dcgm-exporter work unchanged (NVIDIA's, Grafana 12239, selects and
+groups by ``Hostname``, ``gpu``, ``UUID`` and ``GPU_I_*``). One label is left out: dcgm-exporter's
+``modelName``, which is camelCase and fails ``promtool check metrics``; the model is the
+``model`` label of ``gpuledger_gpu_info`` (``… * on(UUID) group_left(model) gpuledger_gpu_info``).
 What DCGM lacks is under ``gpuledger_*``: exact memory bytes and energy joules,
 ``process_count``, the XID count of the interval, the sample's own time, and
-``gpuledger_gpu_info`` whose labels carry environment, region, cluster, pool, instance,
-CUDA version, image and the owner (team, user, job_id, slurm_account). A value that was not
+``gpuledger_gpu_info`` whose labels carry the model, environment, region, cluster, pool,
+instance, CUDA version, image and the owner (team, user, job_id, slurm_account). A value that was not
 sampled (None) has no series. ``collector.dcgm.GPULEDGER`` maps this text back onto the very
 same ``GpuSample`` records (``ts`` comes from ``gpuledger_sample_timestamp_seconds``).
 
@@ -77,9 +80,9 @@ _SERIES = (
 
 
 def dcgm_labels(s: GpuSample) -> dict[str, str]:
-    """dcgm-exporter's labels for one GPU entity."""
+    """dcgm-exporter's labels for one GPU entity, but ``modelName`` (see the module docstring)."""
     labels = {"gpu": str(s.gpu_index), "UUID": s.gpu_uuid, "pci_bus_id": s.pci_bus_id,
-              "device": f"nvidia{s.gpu_index}", "modelName": s.model, "Hostname": s.host,
+              "device": f"nvidia{s.gpu_index}", "Hostname": s.host,
               "DCGM_FI_DRIVER_VERSION": s.driver_version}
     if s.mig_instance:
         labels["GPU_I_ID"] = s.mig_instance

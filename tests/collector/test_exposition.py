@@ -69,7 +69,7 @@ def test_dcgm_names_units_and_labels():
     assert busy.value == 301.07
     assert busy.labels == {"gpu": "0", "UUID": result.samples[0].gpu_uuid,
                            "pci_bus_id": "00000000:53:00.0", "device": "nvidia0",
-                           "modelName": "NVIDIA L40S", "Hostname": "gpu-node-7",
+                           "Hostname": "gpu-node-7",
                            "DCGM_FI_DRIVER_VERSION": "590.48.01", "namespace": "ml-research",
                            "pod": 'we"ird\\pod'}
     energy = next(s for s in by["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] if s.labels["gpu"] == "0")
@@ -82,9 +82,9 @@ def test_dcgm_names_units_and_labels():
     # None is no series: GPU 1 has no power reading
     assert [s.labels["gpu"] for s in by["DCGM_FI_DEV_POWER_USAGE"]] == ["0", "2"]
     info = next(s for s in by["gpuledger_gpu_info"] if s.labels.get("GPU_I_ID") == "4")
-    assert (info.labels["job_id"], info.labels["slurm_account"], info.labels["user"],
+    assert (info.labels["model"], info.labels["job_id"], info.labels["slurm_account"], info.labels["user"],
             info.labels["cuda_version"], info.labels["instance_type"]) == (
-        "4242", "ml-research", "bob", "13.1", "g6e.12xlarge")
+        "NVIDIA A100-SXM4-80GB", "4242", "ml-research", "bob", "13.1", "g6e.12xlarge")
     assert by["gpuledger_agent_samples_total"][0].value == 7
     assert by["gpuledger_agent_sample_errors_total"] == [
         type(busy)("gpuledger_agent_sample_errors_total", {"field": "processes"}, 1.0, None)]
