@@ -129,11 +129,12 @@ def run_agent(c: CollectorConfig, destination, load_nvml, stop: threading.Event,
     """Run the agent until ``stop`` (or ``rounds``); return the rounds done."""
     from collector.agent import Agent, open_sampler, serve_metrics
     from collector.batches import batches_from_round
-    from collector.owners import owner_of
+    from collector.owner_lookup import build_owner_lookup
     from collector.shipper import Shipper
     from collector.spool import Spool
 
-    sampler, reason = open_sampler(load_nvml, host=c.host or None, labels=c.labels, owner_of=owner_of)
+    sampler, reason = open_sampler(load_nvml, host=c.host or None, labels=c.labels,
+                                   owner_of=build_owner_lookup(c))
     spool = shipper = None
     sink = None
     if destination is not None:

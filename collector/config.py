@@ -9,10 +9,13 @@
     push_url = "http://platform:8050"          # where `gpuledger up` receives batches
     push_token = { env = "GPULEDGER_INGEST_TOKEN" }
     labels = { environment = "onprem", cluster = "berlin", pool = "h100" }
+    kubelet_url = "https://node-1:10250"      # owners: pods by name (collector.owner_lookup)
+    slurm = "auto"                             # owners: Slurm accounts from scontrol
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from base.settings import Secret
 
@@ -31,6 +34,15 @@ class CollectorConfig:
     host: str = ""                           # host name on samples (default: this machine's)
     labels: dict[str, str] = field(default_factory=dict)   # environment, region, cluster, ...
     local_sampling: bool = True              # `gpuledger up` samples local GPUs when NVML works
+    # owners of the processes on the GPUs (collector.owner_lookup)
+    proc_dir: str = "/proc"                  # the host's process table (hostPID: /proc)
+    kubelet_url: str = ""                    # e.g. https://NODE:10250; "" = no pod names
+    kubelet_token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    kubelet_ca_file: str = ""                # "" = the system's CAs
+    kubelet_insecure_tls: bool = False       # the kubelet's self-signed serving certificate
+    slurm: Literal["auto", "on", "off"] = "auto"     # auto: when scontrol is on PATH
+    team_labels: list[str] = field(default_factory=lambda: ["team"])        # pod labels naming the team
+    team_annotations: list[str] = field(default_factory=list)              # then these annotations
 
     def validate(self):
         if not self.interval_s > 0:
@@ -42,6 +54,8 @@ class CollectorConfig:
         unknown = sorted(set(self.labels) - set(LABEL_KEYS))
         if unknown:
             return f"labels.{unknown[0]}", f"one of the label columns {', '.join(LABEL_KEYS)}"
+        if self.kubelet_url and not self.kubelet_url.startswith(("http://", "https://")):
+            return "kubelet_url", "the kubelet's http(s):// URL, such as https://NODE:10250 (or \"\" for none)"
         if self.push_url and not self.push_url.startswith(("http://", "https://")):
             return "push_url", "an http(s):// URL of the platform, such as http://platform:8050"
         return None

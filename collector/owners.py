@@ -39,6 +39,7 @@ class PodInfo:
     name: str
     uid: str = ""
     labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
     containers: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (name, image)
 
 
@@ -154,8 +155,9 @@ def pwd_user(uid: int) -> str:
 
 
 def owner_of(pid: int, proc: str = "/proc", users=pwd_user, pods=None, jobs=None,
-             team_labels: tuple[str, ...] = ("team",)) -> Owner | None:
-    """The owner of ``pid``, or None when the process is gone."""
+             team_labels: tuple[str, ...] = ("team",), team_annotations: tuple[str, ...] = ()) -> Owner | None:
+    """The owner of ``pid``, or None when the process is gone. Its team is the first of the
+    pod's ``team_labels``, then ``team_annotations``, that is set."""
     try:
         cgroup = _read(proc, pid, "cgroup")
         status = _read(proc, pid, "status")
@@ -168,23 +170,25 @@ def owner_of(pid: int, proc: str = "/proc", users=pwd_user, pods=None, jobs=None
     if owner.uid is not None and users is not None:
         owner.user = users(owner.uid)
     if ids.pod_uid and pods is not None:
-        _add_pod(owner, pods, team_labels)
+        _add_pod(owner, pods, team_labels, team_annotations)
     if ids.job_id and jobs is not None:
         _add_job(owner, jobs)
     return owner
 
 
-def _add_pod(owner: Owner, pods, team_labels) -> None:
+def _add_pod(owner: Owner, pods, team_labels, team_annotations) -> None:
     try:
         pod = pods(owner.pod_uid)
     except OwnerLookupError:
         owner.resolved = False
         return
-    if pod is None:
+    if pod is None:              # not in the list yet (a pod started after the last fetch): ask again
+        owner.resolved = False
         return
     owner.k8s_namespace, owner.k8s_pod = pod.namespace, pod.name
     owner.k8s_container, owner.image = pod.containers.get(owner.container_id, ("", ""))
-    owner.team = next((pod.labels[k] for k in team_labels if pod.labels.get(k)), "")
+    owner.team = next((pod.labels[k] for k in team_labels if pod.labels.get(k)), "") or \
+        next((pod.annotations[k] for k in team_annotations if pod.annotations.get(k)), "")
 
 
 def _add_job(owner: Owner, jobs) -> None:

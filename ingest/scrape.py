@@ -171,14 +171,17 @@ def register_local_sampling(platform, store, collector_config, load_nvml):
     """Sample this machine's GPUs every ``collector.interval_s`` into the store, when NVML
     works here; otherwise one log line and nothing else. Returns the Agent or None."""
     from collector.agent import Agent, open_sampler
+    from collector.owner_lookup import build_owner_lookup
 
     if not collector_config.local_sampling:
         return None
+    owners = []                   # built once NVML answers: no owner lines on a machine without GPUs
     sampler, reason = open_sampler(load_nvml, host=collector_config.host or None,
-                                   labels=collector_config.labels)
+                                   labels=collector_config.labels, owner_of=lambda pid: owners[0](pid))
     if sampler is None:
         log.info("local GPU sampling off: %s", reason)
         return None
+    owners.append(build_owner_lookup(collector_config))
 
     def store_round(round_):
         for batch in batches_from_round(round_, sampler.host):

@@ -34,6 +34,8 @@ def add_commands(subparsers) -> None:
     p.add_argument("--spool-max-mb", type=float, help="spool size limit; oldest unsent batches are dropped past it (default 256)")
     p.add_argument("--push-url", help="base URL of `gpuledger up` to push batches to, e.g. http://platform:8050")
     p.add_argument("--host-name", help="host name written on samples (default: this machine's)")
+    p.add_argument("--kubelet-url", help="the node's kubelet, to name the pods on its GPUs, e.g. "
+                                         "https://$(NODE_NAME):10250 (default: collector.kubelet_url, none)")
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                    help=f"a label column for every sample ({', '.join(LABEL_KEYS)}); repeatable")
     p.add_argument("--rounds", type=int, help="stop after this many rounds (default: run until stopped)")
@@ -51,7 +53,7 @@ def settings(args, cfg) -> CollectorConfig:
         labels[key] = value
     overrides = {"interval_s": args.interval, "listen": args.listen, "port": args.port,
                  "spool_dir": args.spool_dir, "spool_max_mb": args.spool_max_mb,
-                 "push_url": args.push_url, "host": args.host_name}
+                 "push_url": args.push_url, "host": args.host_name, "kubelet_url": args.kubelet_url}
     merged = dataclasses.replace(base, labels=labels, **{k: v for k, v in overrides.items() if v is not None})
     problem = merged.validate()
     if problem:

@@ -61,7 +61,7 @@ def secret_keys() -> dict[str, dict[str, str]]:
     return {s["metadata"]["name"]: s["stringData"] for s in SECRETS}
 
 
-def env_of(c: dict, node_name: str = "gpu-node-7", fill: str = "s3cret") -> dict[str, str]:
+def env_of(c: dict, node_name: str = "gpu-node-7", fill: str = "s3cret", host_ip: str = "10.20.3.17") -> dict[str, str]:
     """The container's environment as the kubelet builds it: envFrom Secrets, then env (secret
     values and the downward API filled in)."""
     secrets = secret_keys()
@@ -78,8 +78,9 @@ def env_of(c: dict, node_name: str = "gpu-node-7", fill: str = "s3cret") -> dict
             assert ref["key"] in secrets.get(ref["name"], {}), f"{c['name']}: Secret {ref['name']} has no key {ref['key']}"
             env[var["name"]] = secrets[ref["name"]][ref["key"]] or fill
         else:
-            assert var["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName", var
-            env[var["name"]] = node_name
+            field = var["valueFrom"]["fieldRef"]["fieldPath"]
+            assert field in ("spec.nodeName", "status.hostIP"), var
+            env[var["name"]] = node_name if field == "spec.nodeName" else host_ip
     return env
 
 
@@ -148,7 +149,8 @@ def test_the_kustomization_lists_every_manifest_and_builds():
         assert out.returncode == 0, out.stderr
         built = [d for d in yaml.safe_load_all(out.stdout) if d]
         assert sorted((d["kind"], d["metadata"]["name"]) for d in built) == sorted((d["kind"], d["metadata"]["name"]) for d in expected)
-        assert all(d["metadata"].get("namespace") == NAMESPACE for d in built if d["kind"] != "Namespace")
+        cluster_wide = ("Namespace", "ClusterRole", "ClusterRoleBinding")
+        assert all(d["metadata"].get("namespace") == NAMESPACE for d in built if d["kind"] not in cluster_wide)
 
 
 # --- the ServiceMonitor (a CRD: structure, not schema) ---------------------------------------
@@ -221,7 +223,8 @@ def test_selectors_labels_ports_and_volumes_agree(workload):
         assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"]["drop"] == ["ALL"]
     assert mounted == set(volumes), f"{name}: volumes never mounted: {set(volumes) - mounted}"
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
-    assert pod["automountServiceAccountToken"] is False
+    # only the agent talks to Kubernetes (its kubelet's /pods): the others get no token
+    assert pod["automountServiceAccountToken"] is (name == "gpuledger-collector")
 
 
 def test_images_are_the_ones_compose_builds_and_runs():
@@ -268,8 +271,14 @@ def test_collector_runs_on_gpu_nodes_with_host_pids_and_tight_permissions():
     assert f"{pod['securityContext']['runAsUser']}:{pod['securityContext']['runAsGroup']}" in init["command"][-1]
     assert set(init["securityContext"]["capabilities"]["add"]) == {"CHOWN", "FOWNER"}
     account = one("ServiceAccount", pod["serviceAccountName"])
-    assert account["automountServiceAccountToken"] is False
-    assert not [d for d in BASE if d["kind"] in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")]
+    assert account["automountServiceAccountToken"] is True
+    # its one permission: `get nodes/proxy` (the kubelet's /pods), bound to its service account only
+    roles = [d for d in BASE if d["kind"] in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")]
+    assert sorted(d["kind"] for d in roles) == ["ClusterRole", "ClusterRoleBinding"]
+    role, binding = one("ClusterRole", "gpuledger-collector"), one("ClusterRoleBinding", "gpuledger-collector")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}]
 
 
 def test_collector_arguments_parse_and_give_host_push_url_and_spool(tmp_path):
@@ -285,6 +294,9 @@ def test_collector_arguments_parse_and_give_host_push_url_and_spool(tmp_path):
     cfg = configuration.load(str(path), env=env)
     settings = collect.settings(args, cfg)
     assert settings.host == "gpu-node-7", "the node's name is the host on samples"
+    assert settings.kubelet_url == "https://10.20.3.17:10250", "the node's own kubelet names its pods"
+    assert settings.kubelet_token_file == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert settings.kubelet_insecure_tls and "team" in settings.team_labels
     assert settings.push_token.get() == env["GPULEDGER_INGEST_TOKEN"] == "s3cret"
     push = urlparse(settings.push_url)
     service = one("Service", push.hostname)
@@ -297,8 +309,9 @@ def test_collector_arguments_parse_and_give_host_push_url_and_spool(tmp_path):
     assert all(c[p]["httpGet"]["path"] == "/metrics" for p in ("startupProbe", "livenessProbe", "readinessProbe"))
     compose = tomllib.loads((ROOT / "deploy" / "collector.toml").read_text())["collector"]
     ours = tomllib.loads(path.read_text())["collector"]
-    assert {k: v for k, v in ours.items() if k not in ("push_url", "labels")} == \
-        {k: v for k, v in compose.items() if k not in ("push_url", "labels")}, "keep the agent's settings as in compose"
+    kubernetes_only = ("push_url", "labels", "kubelet_insecure_tls", "team_labels")
+    assert {k: v for k, v in ours.items() if k not in kubernetes_only} == \
+        {k: v for k, v in compose.items() if k not in kubernetes_only}, "keep the agent's settings as in compose"
 
 
 # --- the platform and ClickHouse -------------------------------------------------------------
