@@ -14,7 +14,7 @@ Mapping decisions (one record per GPU entity per scrape):
 * ``util_gpu`` / ``util_mem`` = GPU_UTIL / MEM_COPY_UTIL, else (MIG devices, where DCGM has
   no GPU_UTIL) 100 × PROF_GR_ENGINE_ACTIVE / PROF_DRAM_ACTIVE;
 * ``xid_last`` = XID_ERRORS unless 0; ``xid_count`` stays 0 (DCGM gives no count);
-* ``container`` and ``device`` labels have no column and are dropped.
+* ``container`` is ``k8s_container``; the ``device`` label has no column and is dropped.
 
 Our exposition (``collector.exposition``) uses the same names (but ``modelName``: the model is
 the ``model`` label of ``gpuledger_gpu_info``; older agents' ``modelName`` is still read) plus
@@ -65,6 +65,7 @@ DCGM_LABELS: dict[str, str] = {
     "DCGM_FI_DRIVER_VERSION": "driver_version",
     "namespace": "k8s_namespace",
     "pod": "k8s_pod",
+    "container": "k8s_container",
 }
 
 INFO_METRIC = "gpuledger_gpu_info"

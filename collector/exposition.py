@@ -10,8 +10,8 @@
 
 Series use dcgm-exporter's names, units and labels where DCGM has the value (``gpu``,
 ``UUID``, ``pci_bus_id``, ``device``, ``Hostname``, ``DCGM_FI_DRIVER_VERSION``,
-``GPU_I_ID`` / ``GPU_I_PROFILE`` on MIG devices, ``namespace`` / ``pod`` when a pod holds the
-GPU), so dashboards built for dcgm-exporter work unchanged (NVIDIA's, Grafana 12239, selects and
+``GPU_I_ID`` / ``GPU_I_PROFILE`` on MIG devices, ``namespace`` / ``pod`` / ``container`` when a
+pod holds the GPU), so dashboards built for dcgm-exporter work unchanged (NVIDIA's, Grafana 12239, selects and
 groups by ``Hostname``, ``gpu``, ``UUID`` and ``GPU_I_*``). One label is left out: dcgm-exporter's
 ``modelName``, which is camelCase and fails ``promtool check metrics``; the model is the
 ``model`` label of ``gpuledger_gpu_info`` (``… * on(UUID) group_left(model) gpuledger_gpu_info``).
@@ -90,6 +90,7 @@ def dcgm_labels(s: GpuSample) -> dict[str, str]:
     if s.k8s_namespace or s.k8s_pod:
         labels["namespace"] = s.k8s_namespace
         labels["pod"] = s.k8s_pod
+        labels["container"] = s.k8s_container
     return labels
 
 

@@ -40,7 +40,7 @@ from collector.nvml_processes import read_processes
 from collector.records import GpuHealthEvent, GpuProcess, GpuSample
 
 LABEL_COLUMNS = ("environment", "region", "cluster", "pool", "instance_id", "instance_type")
-OWNER_COLUMNS = ("team", "user", "job_id", "k8s_namespace", "k8s_pod", "slurm_account")
+OWNER_COLUMNS = ("team", "user", "job_id", "k8s_namespace", "k8s_pod", "k8s_container", "slurm_account")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 

@@ -53,6 +53,7 @@ class GpuSample:
     job_id: str = ""
     k8s_namespace: str = ""
     k8s_pod: str = ""
+    k8s_container: str = ""
     slurm_account: str = ""
     source: str = ""
 
@@ -82,6 +83,7 @@ class GpuProcess:
     job_id: str = ""
     k8s_namespace: str = ""
     k8s_pod: str = ""
+    k8s_container: str = ""
     slurm_account: str = ""
 
 

@@ -128,6 +128,8 @@ def day_frame(fleet, timeline, table, energy, health, d0, d1, interval) -> pd.Da
     cols = {c: _take_strings(table.strings[c], ent) for c in STATIC_STRINGS}
     owner_rows = np.where(job >= 0, job, len(jc["team"]) - 1)  # the last job row is all ""
     cols.update({c: _take_strings(jc[c], owner_rows) for c in OWNER_STRINGS})
+    in_pod = (jc["k8s_pod"] != "").astype(np.int64)            # a pod's GPU: its "main" container
+    cols["k8s_container"] = _take_strings(np.array(["", "main"], dtype=object), in_pod[owner_rows])
     cols.update({
         "ts": pd.to_datetime(tt * 1000, unit="ms", utc=True).astype("datetime64[ms, UTC]"),
         "gpu_index": table.gpu_index[ent],

@@ -40,7 +40,7 @@ def test_two_t4_one_mapped_to_a_pod(shared_data):
     assert records_from_text(read(shared_data, "k8s_pod_labels_2x_t4.prom"), SCRAPED) == [
         GpuSample(gpu_uuid="GPU-7a2e92f2-be71-d37e-a744-541600ffc722", gpu_index=0,
                   k8s_namespace="runai-reservation",
-                  k8s_pod="runai-reservation-gpu-qa-mig-worker-gpu-1-kvltw",
+                  k8s_pod="runai-reservation-gpu-qa-mig-worker-gpu-1-kvltw", k8s_container="runai-reservation",
                   sm_clock_mhz=585, mem_clock_mhz=5000, temperature_c=55.0, power_w=28.722,
                   energy_j=9022.652, mem_used_bytes=128 * MIB,
                   mem_total_bytes=(128 + 14831) * MIB, **common),
@@ -96,7 +96,8 @@ def test_eight_h100_excerpt_without_help_lines(shared_data):
         driver_version="580.105.08", temperature_c=temp, power_w=power, util_gpu=0.0,
         util_mem=mem_util, source="dcgm",
         k8s_namespace="dynamo-workload" if gpu == 0 else "",
-        k8s_pod="vllm-agg-0-vllmdecodeworker-s65j5" if gpu == 0 else "")
+        k8s_pod="vllm-agg-0-vllmdecodeworker-s65j5" if gpu == 0 else "",
+        k8s_container="main" if gpu == 0 else "")
         for gpu, uuid, bus, temp, power, mem_util in H100]
     got = records_from_text(read(shared_data, "k8s_pod_labels_8x_h100_excerpt.prom"), SCRAPED)
     assert got == expected

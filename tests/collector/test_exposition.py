@@ -71,7 +71,7 @@ def test_dcgm_names_units_and_labels():
                            "pci_bus_id": "00000000:53:00.0", "device": "nvidia0",
                            "Hostname": "gpu-node-7",
                            "DCGM_FI_DRIVER_VERSION": "590.48.01", "namespace": "ml-research",
-                           "pod": 'we"ird\\pod'}
+                           "pod": 'we"ird\\pod', "container": ""}
     energy = next(s for s in by["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] if s.labels["gpu"] == "0")
     assert energy.value == 123_456_789 + 301.07 * 15 * 1000          # mJ, like DCGM
     fb = next(s for s in by["DCGM_FI_DEV_FB_FREE"] if s.labels.get("GPU_I_ID") == "4")

@@ -211,11 +211,12 @@ def test_the_agent_stores_pod_and_job_owners(tmp_path, store, kubelet, token_fil
         _, thread, _ = run_in_thread(c, destination_for(c, None), lambda: fake, rounds=2)
         thread.join(60)
         assert not thread.is_alive()
-    rows = store.rows("SELECT gpu_index, team, user, job_id, k8s_namespace, k8s_pod, slurm_account, count() "
-                      "FROM gpu_samples GROUP BY ALL ORDER BY gpu_index")
+    rows = store.rows("SELECT gpu_index, team, user, job_id, k8s_namespace, k8s_pod, k8s_container, slurm_account, "
+                      "image, count() FROM gpu_samples GROUP BY ALL ORDER BY gpu_index")
     # the pod's user is its uid (1000) named by this machine's password database; the job's, Slurm's
-    assert rows == [(0, "nlp", pwd_user(1000), "", "ml-research", "llm-finetune-7d9c8b6f5-x2k4p", "", 2),
-                    (1, "", "alice", "4242", "", "", "ml-research", 2)]
-    assert store.rows("SELECT DISTINCT pid, container_id != '', k8s_pod, job_id, slurm_account FROM gpu_processes "
-                      "ORDER BY pid") == [(4101, True, "llm-finetune-7d9c8b6f5-x2k4p", "", ""),
-                                          (4103, False, "", "4242", "ml-research")]
+    pod = ("ml-research", "llm-finetune-7d9c8b6f5-x2k4p", "trainer")
+    assert rows == [(0, "nlp", pwd_user(1000), "", *pod, "", "nvcr.io/nvidia/pytorch:24.05-py3", 2),
+                    (1, "", "alice", "4242", "", "", "", "ml-research", "", 2)]
+    assert store.rows("SELECT DISTINCT pid, container_id != '', k8s_pod, k8s_container, job_id, slurm_account "
+                      "FROM gpu_processes ORDER BY pid") == [(4101, True, pod[1], "trainer", "", ""),
+                                                             (4103, False, "", "", "4242", "ml-research")]
