@@ -48,10 +48,10 @@ class Reported:
         return value
 
 
-def kubelet_fetch(token_file: str, ca_file: str = "", insecure_tls: bool = False, timeout_s: float = 10.0):
-    """``fetch(url) -> bytes`` for the kubelet: the service-account token (read at each call: it
-    rotates) as bearer when the file exists; TLS checked against ``ca_file`` (or the system's
-    CAs) unless ``insecure_tls``."""
+def kubernetes_fetch(token_file: str, ca_file: str = "", insecure_tls: bool = False, timeout_s: float = 10.0):
+    """``fetch(url) -> bytes`` for the kubelet or the API server: the service-account token (read
+    at each call: it rotates) as bearer when the file exists; TLS checked against ``ca_file`` (or
+    the system's CAs) unless ``insecure_tls``."""
     context = ssl.create_default_context(cafile=ca_file or None)
     if insecure_tls:
         context.check_hostname = False
@@ -78,7 +78,7 @@ def build_owner_lookup(c, which=shutil.which, fetch=None, run=None):
 
     pods = jobs = None
     if c.kubelet_url:
-        fetch = fetch or kubelet_fetch(c.kubelet_token_file, c.kubelet_ca_file, c.kubelet_insecure_tls)
+        fetch = fetch or kubernetes_fetch(c.kubelet_token_file, c.kubelet_ca_file, c.kubelet_insecure_tls)
         kubelet = KubeletPods(c.kubelet_url, fetch)
         pods = Reported(f"the kubelet at {kubelet.url}", kubelet)
         try:

@@ -34,7 +34,8 @@ def mount(platform, config, store, *, auth: bool = True, clock=state.utc_now) ->
     server.extensions[state.KEY] = state.DashboardState(
         store=reader_for(store), writer=store, cfg=cfg,
         baseline_quantile=getattr(analytics, "baseline_quantile", 0.1),
-        saturated_pct=getattr(analytics, "saturated_pct", 85.0), clock=clock)
+        saturated_pct=getattr(analytics, "saturated_pct", 85.0),
+        queue_burst_wait_hours=getattr(analytics, "queue_burst_wait_hours", 1.0), clock=clock)
     before = set(server.view_functions)
     app = build_app(server)
     if auth and cfg.auth:

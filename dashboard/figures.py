@@ -189,6 +189,12 @@ def placement_rates(df: pd.DataFrame) -> dict:
                    300, showlegend=False, yaxis=_title("USD per utilized GPU-hour"))
 
 
+def queue_pressure(df: pd.DataFrame) -> dict:
+    """p95 queue wait per pool and team (bars per team)."""
+    return _figure(_bars(df, "pool", "wait_p95_h", "team", hovertemplate="%{x}: p95 wait %{y:.1f} h"), 300,
+                   barmode="group", yaxis=_title("p95 wait (h)"))
+
+
 def findings_by_policy(df: pd.DataFrame) -> dict:
     grouped = df.groupby(["policy", "severity"], as_index=False).size()
     return _figure(_bars(grouped, "policy", "size", "severity",

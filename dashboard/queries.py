@@ -26,9 +26,11 @@ from dashboard.reader import RECENT_S, cached
 SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu_cost_day": "daily GPU costs",
            "team_demand_hour": "hourly team demand", "idle_windows": "idle windows", "gpu_waste_day": "daily waste",
            "team_spend_day": "team spend", "compliance_findings": "compliance findings",
-           "alert_state": "alert state", "alert_events": "alert history", "alert_silences": "silences"}
-# Written by the alerts job on its own schedule, not by a derivation: kept only RECENT_S seconds.
-RECENT = frozenset({"alerts", "alert_history", "alert_counts"})
+           "alert_state": "alert state", "alert_events": "alert history", "alert_silences": "silences",
+           "queue_pending_hour": "queue readings (GPU jobs and pods pending)"}
+# Written by the alerts job and the queue readers on their own schedules, not by a derivation:
+# kept only RECENT_S seconds.
+RECENT = frozenset({"alerts", "alert_history", "alert_counts", "queue_pressure"})
 
 
 def run(store, name: str, f: Filters, **extra) -> pd.DataFrame:
@@ -160,18 +162,41 @@ def placement_rates(store, f: Filters) -> pd.DataFrame:
     return run(store, "placement_rates", f)
 
 
-def placement(store, f: Filters, baseline_q: float, saturated_pct: float,
-              rates: pd.DataFrame | None = None, n_hours: int | None = None) -> pd.DataFrame:
-    """Recommendation rows (sql/queries/placement.sql), biggest savings first. ``rates`` and
-    ``n_hours`` are placement_rates() and hours() of the same filters when the caller has them already."""
-    rates = placement_rates(store, f) if rates is None else rates
+def _cheapest_cloud(rates: pd.DataFrame) -> tuple[dict[str, float], str, float]:
+    """(USD per utilized GPU-hour per environment, the cloud cheapest by it, that cloud's USD per GPU-hour)."""
     per_env = {} if rates.empty else {str(e): float(r) for e, r in
                                       zip(rates["environment"], rates["usd_per_utilized_gpu_hour"]) if r == r and r > 0}
     clouds = sorted((r, e) for e, r in per_env.items() if e != "onprem")
+    if not clouds:
+        return per_env, "", 0.0
+    cheapest = clouds[0][1]
+    return per_env, cheapest, float(rates.loc[rates["environment"] == cheapest, "usd_per_gpu_hour"].iloc[0])
+
+
+def queue_pressure(store, f: Filters, rates: pd.DataFrame | None = None, n_hours: int | None = None) -> pd.DataFrame:
+    """GPU demand that waited, per pool and team (sql/queries/queue_pressure.sql)."""
+    rates = placement_rates(store, f) if rates is None else rates
     n_hours = hours(store, f) if n_hours is None else n_hours
+    return run(store, "queue_pressure", f, hours=int(n_hours), cloud_usd_per_gpu_hour=_cheapest_cloud(rates)[2])
+
+
+def placement(store, f: Filters, baseline_q: float, saturated_pct: float, queue_wait_h: float = 1.0,
+              rates: pd.DataFrame | None = None, n_hours: int | None = None,
+              queued: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Recommendation rows (sql/queries/placement.sql), biggest savings first. ``rates``, ``n_hours``
+    and ``queued`` are placement_rates(), hours() and queue_pressure() of the same filters when the
+    caller has them already; the teams whose p95 wait is ``queue_wait_h`` hours or more get a burst row."""
+    rates = placement_rates(store, f) if rates is None else rates
+    per_env, cheapest, cloud_gpu_hour = _cheapest_cloud(rates)
+    n_hours = hours(store, f) if n_hours is None else n_hours
+    queued = queue_pressure(store, f, rates, n_hours) if queued is None else queued
+    waited = queued[queued["wait_p95_h"] >= queue_wait_h] if not queued.empty else queued
     return run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
-               rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=clouds[0][1] if clouds else "",
-               hours=int(n_hours))
+               rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=cheapest,
+               cloud_usd_per_gpu_hour=cloud_gpu_hour, hours=int(n_hours),
+               queue_pools=[str(p) for p in waited.get("pool", [])], queue_teams=[str(t) for t in waited.get("team", [])],
+               queue_wait_p95_h=[float(w) for w in waited.get("wait_p95_h", [])],
+               queue_gpu_hours=[float(g) for g in waited.get("pending_gpu_hours", [])])
 
 
 def runtime_matrix(store, f: Filters) -> pd.DataFrame:

@@ -26,6 +26,7 @@ class DashboardState:
     cfg: DashboardConfig
     baseline_quantile: float = 0.1
     saturated_pct: float = 85.0
+    queue_burst_wait_hours: float = 1.0
     clock: Callable[[], datetime] = utc_now
 
 

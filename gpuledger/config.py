@@ -24,7 +24,7 @@ from dashboard.config import DashboardConfig
 from ingest.billing.config import BillingConfig
 from ingest.rollup.config import AnalyticsConfig, AttributionRule, ListPrice, PoliciesConfig, PoolConfig, default_rules
 from ingest.sql_config import SqlConfig
-from ingest.telemetry_config import ReceiverConfig, ScrapeTarget
+from ingest.telemetry_config import QueuesConfig, ReceiverConfig, ScrapeTarget
 
 DEFAULT_DSN = "chdb://~/.local/share/gpuledger/store"
 ENV_PREFIX = "GPULEDGER_"
@@ -76,6 +76,7 @@ class Config:
     collector: CollectorConfig = field(default_factory=CollectorConfig)
     scrape: list[ScrapeTarget] = field(default_factory=list)
     receiver: ReceiverConfig = field(default_factory=ReceiverConfig)
+    queues: QueuesConfig = field(default_factory=QueuesConfig)
     billing: BillingConfig = field(default_factory=BillingConfig)
     alerts: AlertsConfig = field(default_factory=AlertsConfig)
     dashboard: DashboardConfig = field(default_factory=DashboardConfig)

@@ -12,6 +12,10 @@ In ``gpuledger.toml``::
     [receiver]                       # POST /api/v1/write and /api/v1/ingest/batch in `gpuledger up`
     token = { env = "GPULEDGER_INGEST_TOKEN" }
     max_body_mb = 16
+
+    [queues]                         # GPU demand that waits, read by `gpuledger up` (ingest.queues)
+    slurm = "auto"
+    kubernetes_url = "https://kubernetes.default.svc"
 """
 from __future__ import annotations
 
@@ -67,4 +71,27 @@ class ReceiverConfig:
             return "max_body_mb", "a size in MB > 0"
         if not self.quiet_minutes > 0:
             return "quiet_minutes", "a number of minutes > 0"
+        return None
+
+
+@dataclass
+class QueuesConfig:
+    """``[queues]``: where ``gpuledger up`` reads the GPU jobs and pods that wait (``ingest.queues``)."""
+    interval_s: float = 60.0                 # seconds between reads; each row stands for this long
+    slurm: Literal["auto", "on", "off"] = "auto"   # squeue on this machine; auto: when it is on PATH
+    slurm_cluster: str = ""                  # the cluster column of Slurm's rows
+    kubernetes_url: str = ""                 # the API server; "" = no Kubernetes queue
+    kubernetes_token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    kubernetes_ca_file: str = ""             # "" = the system's CAs
+    kubernetes_insecure_tls: bool = False
+    kubernetes_cluster: str = ""             # the cluster column of Kubernetes' rows
+    pool_selectors: list[str] = field(default_factory=lambda: ["gpuledger.io/pool", "nvidia.com/gpu.product"])
+    team_labels: list[str] = field(default_factory=lambda: ["team"])   # a pod's team: the first label set
+    pool_map: dict[str, str] = field(default_factory=dict)   # partition / selector value -> gpuledger pool
+
+    def validate(self):
+        if not self.interval_s >= 10:
+            return "interval_s", "a number of seconds >= 10"
+        if self.kubernetes_url and not self.kubernetes_url.startswith(("http://", "https://")):
+            return "kubernetes_url", "the API server's https:// URL, such as https://kubernetes.default.svc"
         return None

@@ -1,4 +1,5 @@
-"""Placement: baseline vs burst demand per team, what a utilized GPU-hour costs where, and what
+"""Placement: baseline vs burst demand per team, what a utilized GPU-hour costs where, the GPU
+demand that waits in the Slurm and Kubernetes queues (sql/queries/queue_pressure.sql), and what
 each recommendation would save (sql/queries/placement.sql)."""
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ RATE_COLUMNS = {"environment": "environment", "usd_per_utilized_gpu_hour": "USD 
 REC_COLUMNS = {"kind": "recommendation", "team": "team", "pool": "pool", "from_environment": "from",
                "to_environment": "to", "gpus": "GPUs", "gpu_hours": "GPU-hours", "utilized_gpu_hours": "utilized GPU-h",
                "from_usd_per_utilized_gpu_hour": "from rate", "to_usd_per_utilized_gpu_hour": "to rate",
-               "savings_usd": "savings USD"}
+               "savings_usd": "savings USD", "why": "why"}
+QUEUE_COLUMNS = {"pool": "pool", "team": "team", "jobs": "jobs waiting", "pending_gpus": "pending GPUs (avg)",
+                 "peak_pending_gpus": "pending GPUs (peak hour)", "wait_p50_h": "wait p50 h", "wait_p95_h": "wait p95 h",
+                 "burst_usd_per_h": "burst USD/h (cheapest cloud)"}
 DEMAND_COLUMNS = {"team": "team", "baseline_gpus": "baseline GPUs", "peak_gpus": "peak GPUs",
                   "avg_gpus": "average GPUs", "baseline_gpu_hours": "baseline GPU-h", "burst_gpu_hours": "burst GPU-h"}
 
@@ -29,31 +33,40 @@ def layout(**query):
                note=f"Baseline: the {q:g} quantile of a team's hourly held GPUs (steady, suits on-prem); "
                     "burst: the rest (suits cloud). The environment filter does not apply: placement compares them."),
         c.card(PAGE, "rates", "Cost per utilized GPU-hour: on-prem vs each cloud", wide=False),
+        c.card(PAGE, "queues", "Queue pressure: GPU demand that waits",
+               note="Jobs and pods pending for GPUs in Slurm and Kubernetes ([queues]); a job's wait runs from its "
+                    "submission to the last read that saw it pending. Burst USD/h: the average pending GPUs at the "
+                    "cheapest cloud's cost of a GPU-hour."),
         c.card(PAGE, "recommendations", "Recommendations and their savings",
                note="Savings over the selected range; negative: what the move costs (capacity relief)."),
     ])
 
 
 @callback(Output(ids.part(PAGE, "demand"), "children"), Output(ids.part(PAGE, "rates"), "children"),
+          Output(ids.part(PAGE, "queues"), "children"),
           Output(ids.part(PAGE, "recommendations"), "children"), Input(ids.filters(PAGE), "data"))
 def render(data):
     f, st = state.filters_from_data(data), state.get()
     n_hours = queries.hours(st.store, f)
     demand = queries.placement_demand(st.store, f, st.baseline_quantile, n_hours)
     rates = queries.placement_rates(st.store, f)
-    recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, rates, n_hours)
+    queued = queries.queue_pressure(st.store, f, rates, n_hours)
+    recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, st.queue_burst_wait_hours,
+                             rates, n_hours, queued)
     total = html.P(f"Savings if every positive recommendation is taken: "
                    f"{c.money(recs.loc[recs['savings_usd'] > 0, 'savings_usd'].sum())}", className="total") \
         if not recs.empty else None
     return (c.chart_table(demand, "team_demand_hour", f, figures.placement_demand, DEMAND_COLUMNS, "held GPU-hours"),
             c.chart_table(rates, "gpu_cost_day", f, figures.placement_rates, RATE_COLUMNS, "GPU-hours"),
+            c.chart_table(queued, "queue_pending_hour", f, figures.queue_pressure, QUEUE_COLUMNS, "queued GPU jobs"),
             [total, c.table(recs, REC_COLUMNS, "gpu_cost_day", f, "placement recommendations")])
 
 
 def _recommendations(store, f):
     st = state.get()
-    return queries.placement(store, f, st.baseline_quantile, st.saturated_pct)
+    return queries.placement(store, f, st.baseline_quantile, st.saturated_pct, st.queue_burst_wait_hours)
 
 
 c.register_csv(PAGE, {"demand": lambda s, f: queries.placement_demand(s, f, state.get().baseline_quantile),
-                      "rates": queries.placement_rates, "recommendations": _recommendations})
+                      "rates": queries.placement_rates, "queues": queries.queue_pressure,
+                      "recommendations": _recommendations})

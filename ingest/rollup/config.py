@@ -99,6 +99,7 @@ class AnalyticsConfig:
     baseline_quantile: float = 0.1               # placement: a team's baseline demand = this quantile of its hourly GPUs
     saturated_pct: float = 85.0                  # placement: on-prem pool utilization above which it is saturated
     underused_pct: float = 30.0                  # ... and below which it is a consolidation candidate
+    queue_burst_wait_hours: float = 1.0          # placement: a team's p95 queue wait for a pool above which it should burst
 
     def validate(self):
         if not 1 <= self.max_gap_s <= 3600:

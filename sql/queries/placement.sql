@@ -7,8 +7,15 @@
 --    {saturated_pct} % of the pool goes to the cheapest cloud ({cheapest}); savings = utilized GPU-hours ×
 --    (on-prem rate − cloud rate), usually negative: the price of the capacity;
 --  * consolidate pool: an under-used on-prem pool; the capacity its held load does not need at
---    {saturated_pct} % allocation can be freed; savings = that share of the pool's cost.
+--    {saturated_pct} % allocation can be freed; savings = that share of the pool's cost. Not for a
+--    pool that teams waited for (below): waiting says its capacity is needed;
+--  * burst queued demand: a team whose jobs waited for an on-prem pool [analytics]
+--    queue_burst_wait_hours or more at p95 (the rows of queue_pressure.sql that do, passed in as
+--    {queue_pools} / {queue_teams} / {queue_wait_p95_h} / {queue_gpu_hours}); the GPU-hours they waited for, run in the cheapest cloud ({cheapest}) at its
+--    cost of a GPU-hour {cloud_usd_per_gpu_hour}; savings = minus that cost (nothing on-prem is
+--    freed: the price of not waiting). Such a team gets no "move baseline on-prem" row.
 --
+-- `why` says each row in one sentence with its numbers.
 -- Rates are USD per utilized GPU-hour per environment, passed in as {rate_envs} / {rate_values} (the result of
 -- placement_rates.sql over the same range), and {hours} is the number of hours with data in the
 -- range (hours.sql); both are computed once instead of in every branch here. Hourly demand comes
@@ -38,7 +45,22 @@ WITH
         GROUP BY pool, day
     )
 SELECT kind, team, pool, from_environment, to_environment, days, gpus, gpu_hours, utilized_gpu_hours,
-       from_usd_per_utilized_gpu_hour, to_usd_per_utilized_gpu_hour, savings_usd
+       from_usd_per_utilized_gpu_hour, to_usd_per_utilized_gpu_hour, savings_usd,
+       multiIf(kind = 'move baseline on-prem',
+               format('{} holds {} GPUs on {} steadily at ${} per utilized GPU-hour; on-prem costs ${}: move that baseline on-prem',
+                      team, toString(round(gpus, 1)), from_environment, toString(round(from_usd_per_utilized_gpu_hour, 2)),
+                      toString(round(to_usd_per_utilized_gpu_hour, 2))),
+               kind = 'burst to cloud',
+               format('{} was over {}% allocated on {} day(s); its load above that ({} GPU-hours) would cost ${} per utilized GPU-hour on {} against ${} on-prem',
+                      pool, toString({saturated_pct:Float64}), toString(days), toString(round(gpu_hours, 1)),
+                      toString(round(to_usd_per_utilized_gpu_hour, 2)), to_environment,
+                      toString(round(from_usd_per_utilized_gpu_hour, 2))),
+               kind = 'consolidate pool',
+               format('{} was under-used on {} day(s): freeing the {} GPUs its held load does not need saves ${}',
+                      pool, toString(days), toString(round(gpus, 1)), toString(round(savings_usd, 2))),
+               format('{} waited p95 {} h for {} while its {} pending GPUs would cost ${}/h on {}: burst',
+                      team, toString(round(queue_wait_h, 1)), pool, toString(round(gpus, 1)),
+                      toString(round(gpus * {cloud_usd_per_gpu_hour:Float64}, 2)), to_environment)) AS why
 FROM
 (
     SELECT 'move baseline on-prem' AS kind, team, '' AS pool, environment AS from_environment,
@@ -48,10 +70,11 @@ FROM
            gpu_hours * env_utilized[environment] / env_gpu_hours[environment] AS utilized_gpu_hours,
            mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})[environment] AS from_usd_per_utilized_gpu_hour,
            mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})['onprem'] AS to_usd_per_utilized_gpu_hour,
-           utilized_gpu_hours * (from_usd_per_utilized_gpu_hour - to_usd_per_utilized_gpu_hour) AS savings_usd
+           utilized_gpu_hours * (from_usd_per_utilized_gpu_hour - to_usd_per_utilized_gpu_hour) AS savings_usd,
+           0. AS queue_wait_h
     FROM cloud
     ARRAY JOIN mapKeys(env_gpu_hours) AS environment
-    WHERE baseline_gpus > 0 AND env_gpu_hours[environment] > 0
+    WHERE baseline_gpus > 0 AND env_gpu_hours[environment] > 0 AND NOT has({queue_teams:Array(String)}, team)
       AND has({rate_envs:Array(String)}, 'onprem') AND has({rate_envs:Array(String)}, environment)
       AND from_usd_per_utilized_gpu_hour > to_usd_per_utilized_gpu_hour
 
@@ -62,7 +85,7 @@ FROM
            if(status = 'saturated', {cheapest:String}, 'onprem'), toUInt32(count()),
            sum(excess_gpu_hours) / (24 * count()), sum(excess_gpu_hours), sum(excess_utilized),
            any(onprem_rate), if(status = 'saturated', any(cloud_rate), any(onprem_rate)),
-           if(status = 'saturated', sum(excess_utilized) * (any(onprem_rate) - any(cloud_rate)), sum(freeable_usd))
+           if(status = 'saturated', sum(excess_utilized) * (any(onprem_rate) - any(cloud_rate)), sum(freeable_usd)), 0.
     FROM
     (
         SELECT l.pool AS pool, l.status AS status,
@@ -76,8 +99,20 @@ FROM
         LEFT JOIN pool_days AS c ON c.pool = l.pool AND c.day = l.day
         WHERE l.day >= {start_day:Date} AND l.day < {end_day:Date} AND has({rate_envs:Array(String)}, 'onprem')
           AND ((l.status = 'saturated' AND l.allocated_pct > {saturated_pct:Float64} AND {cheapest:String} != '')
-               OR l.status = 'under-used')
+               OR (l.status = 'under-used' AND NOT has({queue_pools:Array(String)}, l.pool)))
     )
     GROUP BY pool, status
+
+    UNION ALL
+
+    -- teams that waited for an on-prem pool: what bursting their pending GPU-hours would cost
+    SELECT 'burst queued demand', q.2, q.1, 'onprem', {cheapest:String}, toUInt32(0),
+           q.4 / greatest({hours:UInt64}, 1), q.4, q.4,
+           mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})['onprem'],
+           mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})[{cheapest:String}],
+           -q.4 * {cloud_usd_per_gpu_hour:Float64}, q.3
+    FROM (SELECT arrayJoin(arrayZip({queue_pools:Array(String)}, {queue_teams:Array(String)},
+                                    {queue_wait_p95_h:Array(Float64)}, {queue_gpu_hours:Array(Float64)})) AS q)
+    WHERE {cheapest:String} != ''
 )
 ORDER BY savings_usd DESC, kind, team, pool

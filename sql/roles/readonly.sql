@@ -47,3 +47,5 @@ GRANT SELECT ON gpuledger.billing_quarantine TO gpuledger_reader;
 GRANT SELECT ON gpuledger.config_pools TO gpuledger_reader;
 GRANT SELECT ON gpuledger.config_teams TO gpuledger_reader;
 GRANT SELECT ON gpuledger.config_list_prices TO gpuledger_reader;
+GRANT SELECT ON gpuledger.queue_pending TO gpuledger_reader;
+GRANT SELECT ON gpuledger.queue_pending_hour TO gpuledger_reader;

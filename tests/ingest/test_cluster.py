@@ -59,11 +59,15 @@ def test_no_table_or_view_is_left_out(store, generated):
             created[m.group(2)] = text
     views = {n for n, e in single.items() if e == "View"}
     tables = {n for n, e in single.items() if e.endswith("MergeTree")}
-    assert views | tables == set(single), f"unexpected engines: {single}"
+    derived = {n for n, e in single.items() if e == "MaterializedView"}      # each shard's rows into its local table
+    assert views | tables | derived == set(single), f"unexpected engines: {single}"
     missing = sorted(n for n in tables if n not in created or f"{n}_local" not in created)
-    missing += sorted(v for v in views if v not in created)
+    missing += sorted(v for v in views | derived if v not in created)
     assert missing == [], f"left out of the cluster schema: {missing}"
-    assert set(created) == tables | views | {f"{t}_local" for t in tables}, sorted(set(created) ^ (tables | views))
+    assert set(created) == tables | views | derived | {f"{t}_local" for t in tables}, \
+        sorted(set(created) ^ (tables | views | derived))
+    for view in derived:
+        assert re.search(rf" TO {DB}\.\w+_local\s+AS SELECT\s.*\sFROM {DB}\.\w+_local\b", created[view], re.S), created[view]
     host_tables = {t for (t,) in store.rows("SELECT table FROM system.columns WHERE database = currentDatabase() "
                                             "AND name = 'host'")}
     for table in tables:
@@ -79,7 +83,7 @@ def test_no_table_or_view_is_left_out(store, generated):
         assert "non_replicated_deduplication_window" not in local
     assert {"gpu_samples", "gpu_processes", "gpu_health_events", "gpu_minute", "idle_windows"} <= host_tables
     assert "replicated_deduplication_window = 10000" in created["gpu_samples_local"]
-    assert sorted(schema.tables) == sorted(tables) and sorted(schema.views) == sorted(views)
+    assert sorted(schema.tables) == sorted(tables) and sorted(schema.views) == sorted(views | derived)
 
 
 def declustered(sql: str) -> str:
