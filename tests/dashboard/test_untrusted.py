@@ -79,6 +79,11 @@ def plant(store, today: date) -> None:
                             None, now, 1]], column_names=store.columns("alert_state"))
     insert("alert_events", [[now, "budget_overrun", "fp1", labels, "critical", "pending", "firing", 2.0, FORMULA]],
            column_names=store.columns("alert_events"))
+    # a pending pod whose team label and pool selector are hostile (pod labels are anyone's to set)
+    submitted = datetime.combine(today, time(0))
+    insert("queue_pending", [[submitted + timedelta(minutes=m), 600, "kubernetes", "k8s", HOSTILE["pool"], HOSTILE["pool"],
+                              FORMULA, "", f"{LINK}/pod", 2, "", HOSTILE["job_id"], submitted] for m in (10, 20, 30)],
+           column_names=store.columns("queue_pending"))
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +225,7 @@ def is_number(text: str) -> bool:
 
 def test_every_csv_download_neutralises_formulas_and_keeps_numbers(hostile):
     got = downloads(hostile)
-    assert len(got) == 24                       # every CSV button of every page
+    assert len(got) == 25                       # every CSV button of every page
     cells = [cell for _, _, rows in got for row in rows[1:] for cell in row]
     bad = {(page, b["name"], cell[:30]) for page, b, rows in got for row in rows[1:] for cell in row
            if cell.startswith(DANGEROUS) and not is_number(cell)}
