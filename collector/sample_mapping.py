@@ -55,6 +55,7 @@ class MetricMapping:
     source: str = "prometheus"
     info: frozenset[str] = frozenset()
     host_labels: tuple[str, ...] = ()
+    uuid_prefix: str = ""               # prepended to a UUID that lacks NVML's GPU-/MIG- prefix
 
     def identity_labels(self) -> tuple[str, ...]:
         by_col = {col: label for label, col in self.labels.items()}
@@ -119,7 +120,7 @@ def samples_to_records(samples, mapping: MetricMapping, scrape_ts: datetime,
             # dividing by 1000 (not multiplying by 0.001) keeps mJ -> J exact
             acc[col] = value if scale == 1.0 else value * scale if scale > 1 else value / (1 / scale)
     base = dict(defaults or {})
-    return [_finish(acc, key[3], scrape_ts, base, source or mapping.source)
+    return [_finish(acc, key[3], scrape_ts, base, source or mapping.source, mapping.uuid_prefix)
             for key, acc in groups.items()]
 
 
@@ -148,9 +149,12 @@ def _merge_labels(out: dict, labels: dict, label_cols: dict) -> None:
             out[col] = value
 
 
-def _finish(acc: dict, ts_ms, scrape_ts: datetime, defaults: dict, source: str) -> GpuSample:
+def _finish(acc: dict, ts_ms, scrape_ts: datetime, defaults: dict, source: str, uuid_prefix: str = "") -> GpuSample:
     values = {**defaults, **acc.pop("_labels")}
     values["source"] = values.get("source") or source
+    uuid = values.get("gpu_uuid") or ""
+    if uuid_prefix and not uuid.upper().startswith(("GPU-", "MIG-")):
+        values["gpu_uuid"] = uuid_prefix + uuid
     values["ts"] = _when(acc.pop("_ts_seconds", None), ts_ms, scrape_ts)
     _memory(acc)
     energy_mj = acc.pop("_energy_mj", None)

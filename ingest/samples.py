@@ -1,9 +1,10 @@
 """``gpuledger ingest samples``: bulk import of GPU samples from CSV / Parquet files, and from
 Prometheus text exposition files (``.prom``, ``.txt``: a saved ``curl node:9400/metrics`` of our
-agent or of dcgm-exporter, mapped like a scrape by ``collector.dcgm.GPULEDGER``; samples
-without their own timestamp take the file's modification time), and ``nvidia-smi`` output
+agent or of dcgm-exporter, mapped like a scrape by ``collector.dcgm.GPULEDGER``, or of another
+exporter recognised by its metric names, ``collector.exporters``; samples without their own
+timestamp take the file's modification time), and ``nvidia-smi`` output
 (``--query-gpu`` CSV logs and ``-q -x`` XML, told by their content whatever their name; see
-``collector.nvidia_smi``; their host comes from ``--host``).
+``collector.nvidia_smi``; their host comes from ``--host``, as for exporters that do not name it).
 
 Columns are those of ``gpu_samples`` (see ``sql/migrations/001_gpu_samples.sql`` and the README):
 ``ts``, ``host`` and ``gpu_uuid`` are required, the others default when absent (NULL for
@@ -148,7 +149,8 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
     """Load sample files into gpu_samples; see the module docstring for the rules. ``names`` maps
     a path to the name ``ingested_files`` records for it (a file uploaded to the platform is
     recorded under the name it was sent with, not its temporary copy's). ``host`` names the host
-    of nvidia-smi files (which do not name it themselves); other files ignore it."""
+    of nvidia-smi files and of exporters' .prom files that do not name it themselves; other files
+    ignore it."""
     files = expand(paths)
     names = names or {}
     types = store.column_types(TABLE)
@@ -179,7 +181,7 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
         if smi:
             rows, repeats = load_records(store, path, records, repair)
         elif promtext:
-            rows, repeats = load_promtext(store, path, repair)
+            rows, repeats = load_promtext(store, path, repair, host)
         else:
             rows, repeats = load_one(store, path, fmt, columns, types, repair, days_progress(progress, label))
         record_loaded(store, "samples", names.get(str(path), path), digest, rows)
@@ -361,25 +363,36 @@ def first_row_ahead(store, path: Path, fmt: str, columns: list[str], types: dict
     return int(rows[0][0]) if rows else None
 
 
-def load_promtext(store, path: Path, repair=()) -> tuple[int, int]:
+def load_promtext(store, path: Path, repair=(), host: str | None = None) -> tuple[int, int]:
     """Load one Prometheus text exposition file all-or-nothing; return (rows stored, repeats dropped):
     a GPU entity at one ``ts`` (a line repeated, two saved scrapes without timestamps) is stored
-    once, the last one read."""
-    from collector.dcgm import records_from_text
-    from collector.promtext import PromTextError
+    once, the last one read. Series of an exporter in ``collector.exporters`` are read with its
+    mapping, on ``host``."""
+    from collector import exporters
+    from collector.dcgm import GPULEDGER
+    from collector.promtext import PromTextError, parse
+    from collector.sample_mapping import samples_to_records
 
     limits.check_lines(path, "prom")
     try:
         text = path.read_text(encoding="utf-8")
         when = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
-        records = records_from_text(text, when, defaults={"host": ""}, source="import")
+        samples = parse(text).samples
+        records = samples_to_records(samples, GPULEDGER, when, defaults={"host": ""}, source="import")
+        exporter = exporters.recognise(samples)
+        if exporter:
+            if not host:
+                raise InputError(f"{exporter} files do not name their host: pass --host NAME", path=str(path))
+            records += samples_to_records(samples, exporters.EXPORTERS[exporter], when, defaults={"host": host},
+                                          source="import")
     except PromTextError as exc:
         raise InputError(f"not Prometheus text exposition ({exc}); nothing from this file was stored",
                          path=str(path)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the file ({exc})", path=str(path)) from None
     if not records:
-        raise InputError("no GPU samples found: expected dcgm-exporter or gpuledger metrics with a UUID label",
+        raise InputError("no GPU samples found: expected dcgm-exporter, gpuledger or nvidia_gpu_exporter metrics "
+                         "with a UUID label",
                          path=str(path))
     nameless = next((r for r in records if not r.host), None)
     if nameless is not None:

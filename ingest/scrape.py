@@ -8,6 +8,7 @@ with ``collector.promtext``; series map onto ``gpu_samples`` by the target's ``f
   within one of its intervals stores the round once;
 * ``dcgm`` — NVIDIA dcgm-exporter (``collector.dcgm.DCGM``; its labels ``Hostname``, ``UUID``,
   ``gpu``, ``GPU_I_ID``, ``modelName``, ``namespace``, ``pod`` ... fill our columns);
+* ``nvidia_gpu_exporter`` — utkuozdemir/nvidia_gpu_exporter (``collector.exporters``);
 * ``custom`` — any exporter, with ``metrics`` (metric -> column and scale) and ``label_map``
   (label -> column) from the config.
 
@@ -37,6 +38,7 @@ from urllib.parse import urlparse
 from base.errors import ScrapeError, first_line
 from collector.batches import batches_from_round
 from collector.dcgm import DCGM, GPULEDGER, records_from_text
+from collector.exporters import EXPORTERS
 from collector.promtext import PromTextError
 from collector.records import GPU_SAMPLE_COLUMNS, as_row
 from collector.sample_mapping import MetricMapping, mapping_from_config, one_per_sample
@@ -60,6 +62,8 @@ def _mapping(target) -> MetricMapping:
         base = DCGM
     elif target.format == "gpuledger":
         base = GPULEDGER
+    elif target.format in EXPORTERS:
+        base = EXPORTERS[target.format]
     else:
         metrics = {name: (m.column, m.scale) for name, m in target.metrics.items()}
         return mapping_from_config(metrics, target.label_map, source=target.name)

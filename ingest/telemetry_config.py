@@ -37,7 +37,7 @@ class ScrapeTarget:
     url: str
     interval_s: float = 15.0
     timeout_s: float = 10.0
-    format: Literal["dcgm", "gpuledger", "custom"] = "gpuledger"
+    format: Literal["dcgm", "gpuledger", "nvidia_gpu_exporter", "custom"] = "gpuledger"
     metrics: dict[str, MappedMetric] = field(default_factory=dict)   # custom: metric -> column
     label_map: dict[str, str] = field(default_factory=dict)          # custom: label -> column
     labels: dict[str, str] = field(default_factory=dict)             # defaults for columns
