@@ -368,3 +368,37 @@ def config_keys(cls, skip: tuple[str, ...] = (), seen: set | None = None):
             if dataclasses.is_dataclass(candidate) and candidate not in seen:
                 seen.add(candidate)
                 yield from config_keys(candidate, skip, seen)
+
+
+class BearerJsonServer:
+    """A loopback stand-in for an API that answers ``GET path`` with ``document()`` only to
+    ``Authorization: Bearer <token>`` (the kubelet's /pods, the API server's pod list), 401
+    otherwise; ``asked`` records (path, Authorization) of every request."""
+
+    def __init__(self, path: str, token: str, document):
+        import http.server
+
+        self.asked: list[tuple[str, str | None]] = []
+        stand_in = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                auth = self.headers.get("Authorization")
+                stand_in.asked.append((self.path, auth))
+                ok = self.path == path and auth == f"Bearer {token}"
+                body = document() if ok else b'{"kind":"Status","code":401}'
+                self.send_response(200 if ok else 401)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -28,7 +26,7 @@ from gpuledger.platform import Platform
 from ingest.receiver import register_receiver
 from ingest.telemetry_config import ReceiverConfig
 from tests.collector.test_agent import run_in_thread
-from tests.helpers import ServedPlatform, platform_config
+from tests.helpers import BearerJsonServer, ServedPlatform, platform_config
 
 DATA = Path(__file__).parent / "data"
 PROC = str(DATA / "proc")
@@ -36,33 +34,9 @@ PODS = (DATA / "kubelet" / "pods.json").read_bytes()
 TOKEN = "kubelet-token-7"
 
 
-class Kubelet:
-    """``GET /pods`` on a loopback port, answering only the right bearer token."""
-
-    def __init__(self, document: bytes = PODS):
-        self.document, self.asked = document, []
-        kubelet = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                kubelet.asked.append((self.path, self.headers.get("Authorization")))
-                ok = self.path == "/pods" and self.headers.get("Authorization") == f"Bearer {TOKEN}"
-                body = kubelet.document if ok else b"Unauthorized"
-                self.send_response(200 if ok else 401)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+def Kubelet(document: bytes = PODS) -> BearerJsonServer:
+    """The kubelet's ``GET /pods`` on a loopback port, answering only the right bearer token."""
+    return BearerJsonServer("/pods", TOKEN, lambda: document)
 
 
 @pytest.fixture

@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from datetime import date, datetime, timedelta, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -28,7 +26,7 @@ from gpuledger.platform import Platform
 from ingest.queues import register_queues
 from ingest.telemetry_config import QueuesConfig
 from tests.dashboard.test_queries import small_fleet  # noqa: F401  (a fixture)
-from tests.helpers import platform_config
+from tests.helpers import BearerJsonServer, platform_config
 
 DATA = Path(__file__).parent / "data" / "queues"
 UTC = timezone.utc
@@ -74,30 +72,10 @@ def test_unreadable_queue_output_is_named():
         pending_from_pod_list(b"<html>Forbidden</html>")
 
 
-class KubernetesApi:
+def KubernetesApi() -> BearerJsonServer:
     """The API server's pending-pod list on loopback, answering only the right token."""
-
-    def __init__(self):
-        self.asked = []
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):
-                api.asked.append(self.path)
-                ok = self.headers.get("Authorization") == f"Bearer {TOKEN}" and \
-                    self.path == "/api/v1/pods?fieldSelector=status.phase%3DPending"
-                body = (DATA / "pending_pods.json").read_bytes() if ok else b'{"kind":"Status","code":403}'
-                self.send_response(200 if ok else 403)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    return BearerJsonServer("/api/v1/pods?fieldSelector=status.phase%3DPending", TOKEN,
+                            lambda: (DATA / "pending_pods.json").read_bytes())
 
 
 def fake_squeue(tmp_path, monkeypatch, json_ok: bool = True) -> Path:
@@ -167,7 +145,7 @@ def test_a_failing_source_is_logged_once_and_the_other_goes_on(store, tmp_path, 
         kube()
         slurm()
     assert caplog.text.count("queues-kubernetes failing") == 1
-    assert "list pods" in caplog.text and "HTTP Error 403" in caplog.text
+    assert "list pods" in caplog.text and "HTTP Error 401" in caplog.text
     assert store.scalar("SELECT count() FROM queue_pending WHERE scheduler = 'slurm'") == 3
 
 
