@@ -1,18 +1,19 @@
 """Which adapter reads a file, and reading it: sniffing formats, header checks, dispatch.
 
 Formats: ``focus`` (read by the store itself), ``aws-cur``, ``azure`` (actual or amortized,
-told apart by file name or Unused* charges), ``azure-actual``, ``azure-amortized``, ``gcp``.
+told apart by file name or Unused* charges), ``azure-actual``, ``azure-amortized``, ``gcp``,
+``oci`` (OCI's native cost report, or its FOCUS report with ``oci_…`` columns).
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from base.errors import InputError
-from collector.billing import aws_cur, azure, gcp, tables
+from collector.billing import aws_cur, azure, gcp, oci, tables
 from collector.billing.focus import COLUMNS, HeaderMatch
 
 SOURCE_KIND = {"focus": "focus", "aws-cur": "aws-cur", "azure": "azure-export", "azure-actual": "azure-actual",
-               "azure-amortized": "azure-amortized", "gcp": "gcp-export"}
+               "azure-amortized": "azure-amortized", "gcp": "gcp-export", "oci": "oci-export"}
 
 
 def sniff(header: list[str]) -> str | None:
@@ -21,6 +22,8 @@ def sniff(header: list[str]) -> str | None:
     lower = {n.lower() for n in names}
     if {aws_cur.cur2_name(n) for n in names} & {"line_item_unblended_cost", "line_item_line_item_type"}:
         return "aws-cur"
+    if oci.is_cost_report(header) or oci.is_focus_report(header):
+        return "oci"
     if "MeterCategory" in names or ("ChargeType" in names and names & set(azure.COST)):
         return "azure"
     if {"billing_account_id", "cost"} <= lower and ({"usage_start_time"} & lower):
@@ -45,6 +48,8 @@ def check_header(kind: str, header: list[str], label: str) -> None:
     elif kind == "gcp":
         flat = {n.replace(".", "_") for n in names}
         missing = [c for c in gcp.REQUIRED if c not in flat]
+    elif kind == "oci":
+        missing = oci.missing_columns(header)
     else:
         raise InputError(f"unknown billing format {kind!r}", path=label)
     if missing:
@@ -70,7 +75,9 @@ def read_native(path: Path, kind: str, label: str):
     frame = tables.read_parquet(path, label) if name.endswith(".parquet") else tables.read_csv(path, label)
     if kind == "aws-cur":
         return aws_cur.to_focus(frame)
-    amortized = kind == "azure-amortized" or (kind == "azure" and azure.is_amortized(frame, path.name))
+    if kind == "oci":
+        return oci.to_focus(frame)
+    amortized = kind == "azure-amortized" or (kind == "azure" and azure.is_amortized(frame, label))
     return azure.to_focus(frame, amortized=amortized)
 
 

@@ -8,12 +8,19 @@ same columns; they differ in what ``Cost`` means:
 * amortized: EffectiveCost = Cost; BilledCost = 0 on reservation / savings plan covered usage
   and Unused* lines (paid by the purchase), Cost otherwise; a commitment purchase has
   EffectiveCost 0 (it is spread over the usage).
+
+``--format azure`` tells the two views apart by content (``view``), then by file name; the
+rows are stored with source_kind ``azure-actual`` or ``azure-amortized``.
 """
 from __future__ import annotations
 
+import logging
+from pathlib import PurePosixPath
+
 import pandas as pd
 
-from collector.billing.common import col, dates, extensions, focus_frame, lookup, number, pick, text_of
+from base.errors import InputError
+from collector.billing.common import col, dates, extensions, focus_frame, lookup, number, pick, times
 
 DATE_FORMATS = ("%m/%d/%Y", "%Y-%m-%d", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M:%S.%fZ")
 REQUIRED = ("BillingPeriodStartDate", "BillingPeriodEndDate", "Date", "ChargeType")
@@ -23,6 +30,8 @@ CHARGE_CATEGORY = {"Usage": "Usage", "Purchase": "Purchase", "Tax": "Tax", "Refu
 CHARGE_FREQUENCY = {"UsageBased": "Usage-Based", "Recurring": "Recurring", "OneTime": "One-Time"}
 PRICING_CATEGORY = {"OnDemand": "Standard", "Reservation": "Committed", "SavingsPlan": "Committed", "Spot": "Dynamic"}
 COMMITTED = ("Reservation", "SavingsPlan")
+
+log = logging.getLogger(__name__)
 
 MAPPING = {
     "BillingAccountId": "BillingAccountId",
@@ -74,9 +83,50 @@ MAPPING = {
 }
 
 
+def view(frame: pd.DataFrame, name: str = "") -> tuple[bool, str]:
+    """(amortized?, why) of an export, told by its content first, then by its file name.
+
+    Only amortized data has Unused* charges and usage covered by a reservation / savings plan
+    (PricingModel, ReservationId or benefitId) with a cost; only actual data has covered usage
+    at cost 0, and reservation purchases with a cost (weaker: amortized data may repeat savings
+    plan purchases, so a purchase decides only when nothing else does). Without commitment rows
+    both views hold the same costs: the file name decides (``amortized`` / ``actual`` in it),
+    else actual, the invoiced view. Covered usage both with and without a cost is refused unless
+    the file name tells.
+    """
+    charge, cost = col(frame, "ChargeType"), number(col(frame, *COST)).fillna(0)
+    model = col(frame, "PricingModel")
+    covered = (charge == "Usage") & (model.isin(COMMITTED) | (col(frame, "benefitId", "ReservationId").str.strip() != ""))
+    rows = frame["source_row"] if "source_row" in frame else pd.Series(range(1, len(frame) + 1), index=frame.index)
+
+    def first(what: str, hit: pd.Series) -> str | None:
+        return f"row {rows[hit].iloc[0]}: {what}" if hit.any() else None
+
+    amortized = (first("an Unused* charge", charge.isin(["UnusedReservation", "UnusedSavingsPlan"]))
+                 or first("covered usage with a cost", covered & (cost != 0)))
+    actual = first("covered usage at cost 0", covered & (cost == 0) & (number(col(frame, "Quantity")).fillna(0) > 0))
+    file = PurePosixPath(name.replace("\\", "/")).name.lower()
+    by_name = "amortized" if "amortized" in file else "actual" if "actual" in file else None
+    if amortized and actual:
+        if by_name is None:
+            raise InputError(f"holds rows of both Azure cost views (amortized: {amortized}; actual: {actual}) and its "
+                             "file name tells neither. Nothing was loaded; pass --format azure-actual or azure-amortized",
+                             path=name)
+        return by_name == "amortized", f"rows of both views; the file name says {by_name}"
+    actual = actual or first("a reservation purchase with a cost",
+                             (charge == "Purchase") & (model == "Reservation") & (cost != 0))
+    if amortized or actual:
+        return bool(amortized), f"{amortized or actual} (only the {'amortized' if amortized else 'actual'} view has it)"
+    if by_name:
+        return by_name == "amortized", f"no commitment rows (both views hold the same costs); the file name says {by_name}"
+    return False, "no commitment rows (both views hold the same costs): stored as the actual, invoiced view"
+
+
 def is_amortized(frame: pd.DataFrame, name: str = "") -> bool:
-    """Amortized if the file name says so or it has Unused* charges (only amortized data has them)."""
-    return "amortized" in name.lower() or col(frame, "ChargeType").isin(["UnusedReservation", "UnusedSavingsPlan"]).any()
+    """True for an amortized export (see ``view``)."""
+    amortized, why = view(frame, name)
+    log.info("%s: read as the Azure %s cost view: %s", name or "export", "amortized" if amortized else "actual", why)
+    return amortized
 
 
 def to_focus(frame: pd.DataFrame, amortized: bool = False) -> pd.DataFrame:
@@ -93,7 +143,6 @@ def to_focus(frame: pd.DataFrame, amortized: bool = False) -> pd.DataFrame:
         effective = pick(~(committed & (charge == "Purchase")), cost, pd.Series("0", index=idx))
     else:
         billed, effective = cost, cost
-    qty = number(col(f, "Quantity"))
     usage = charge.isin(["Usage", "UnusedReservation", "UnusedSavingsPlan"])
     tags = col(f, "Tags").map(lambda t: t if not t.strip() or t.strip().startswith("{") else "{" + t + "}")
     commitment_type = pick(model == "Reservation", pd.Series("Reservation", index=idx),
@@ -108,9 +157,9 @@ def to_focus(frame: pd.DataFrame, amortized: bool = False) -> pd.DataFrame:
         "BilledCost": billed,
         "EffectiveCost": effective,
         "ListUnitPrice": col(f, "PayGPrice"),
-        "ListCost": text_of(number(col(f, "PayGPrice")) * qty),
+        "ListCost": times(col(f, "PayGPrice"), col(f, "Quantity")),
         "ContractedUnitPrice": col(f, "UnitPrice"),
-        "ContractedCost": text_of(number(col(f, "UnitPrice")) * qty),
+        "ContractedCost": times(col(f, "UnitPrice"), col(f, "Quantity")),
         "BillingCurrency": col(f, "BillingCurrency", "BillingCurrencyCode"),
         "ChargeCategory": lookup(charge, CHARGE_CATEGORY, default="Adjustment"),
         "ChargeClass": pick(charge == "Refund", pd.Series("Correction", index=idx), blank),
@@ -156,4 +205,6 @@ def to_focus(frame: pd.DataFrame, amortized: bool = False) -> pd.DataFrame:
             "ResourceName", "ConsumedService", "MeterCategory", "ServiceFamily", "MeterSubCategory", "MeterId",
             "PartNumber", "MeterName", "SubscriptionId", "SubscriptionGuid", "SubscriptionName", "benefitId",
             "ReservationId", "benefitName", "ReservationName", "Tags"}
-    return focus_frame(columns, f, extensions(f, used))
+    out = focus_frame(columns, f, extensions(f, used))
+    out.attrs["source_kind"] = "azure-amortized" if amortized else "azure-actual"   # the view its rows are stored as
+    return out

@@ -1,6 +1,7 @@
 """Helpers shared by the provider adapters: column lookup, text values, dates, tag JSON."""
 from __future__ import annotations
 
+import decimal
 import json
 import re
 
@@ -28,6 +29,19 @@ def number(series: pd.Series) -> pd.Series:
 def text_of(values: pd.Series) -> pd.Series:
     """Numbers back to text without float noise; NaN -> ''."""
     return values.map(lambda v: "" if pd.isna(v) else repr(float(v)))
+
+
+def times(a: pd.Series, b: pd.Series) -> pd.Series:
+    """The exact product of two columns of decimal text, as text; '' where either is blank or not a number."""
+    def one(x: str, y: str) -> str:
+        try:
+            product = decimal.Decimal(x.strip()) * decimal.Decimal(y.strip())
+        except decimal.InvalidOperation:
+            return ""
+        return format(product, "f") if product.is_finite() else ""
+
+    with decimal.localcontext(decimal.Context(prec=100)):
+        return pd.Series([one(x, y) for x, y in zip(a, b)], index=a.index, dtype=object)
 
 
 def pick(condition: pd.Series, when_true: pd.Series, when_false: pd.Series) -> pd.Series:

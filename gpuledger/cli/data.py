@@ -18,12 +18,12 @@ def add_commands(sub) -> None:
     p = ingest_sub.add_parser("samples", help="GPU samples from CSV / Parquet / .prom / nvidia-smi files (backfill)")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, directories or glob patterns")
     p.add_argument("--force", action="store_true", help="load files even if the same content was loaded before")
-    p.add_argument("--host", metavar="NAME", help="the host of nvidia-smi files (they do not name it themselves)")
+    p.add_argument("--host", metavar="NAME", help="the host of nvidia-smi files and nvidia_gpu_exporter .prom files (they do not name it themselves)")
     p.set_defaults(func=beside(run_ingest_samples, files=sample_files))
 
-    p = ingest_sub.add_parser("billing", help="cloud bills: FOCUS, AWS CUR, Azure exports, GCP billing export; files, dirs, globs, s3://")
+    p = ingest_sub.add_parser("billing", help="cloud bills: FOCUS, AWS CUR, Azure exports, GCP billing export, OCI cost reports; files, dirs, globs, s3://")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, glob patterns or s3://bucket/prefix")
-    p.add_argument("--format", choices=("focus", "aws-cur", "azure", "azure-actual", "azure-amortized", "gcp"),
+    p.add_argument("--format", choices=("focus", "aws-cur", "azure", "azure-actual", "azure-amortized", "gcp", "oci"),
                    help="the files' format (default: sniffed from their columns)")
     p.set_defaults(func=beside(run_ingest_billing, files=billing_files))
 

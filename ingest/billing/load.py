@@ -53,7 +53,7 @@ from ingest.store import Stage
 log = logging.getLogger(__name__)
 
 SUFFIXES = (".csv", ".csv.gz", ".parquet", ".json", ".jsonl", ".json.gz", ".jsonl.gz")
-FORMATS = ("focus", "aws-cur", "azure", "azure-actual", "azure-amortized", "gcp")
+FORMATS = ("focus", "aws-cur", "azure", "azure-actual", "azure-amortized", "gcp", "oci")
 
 
 @dataclass
@@ -84,6 +84,7 @@ class BillingReport:
     files: list[FileResult] = field(default_factory=list)
     periods: list[str] = field(default_factory=list)        # "YYYY-MM provider account" replaced
     totals: list[tuple[str, float, float]] = field(default_factory=list)  # (currency, billed, effective) loaded
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -101,6 +102,7 @@ class BillingReport:
             lines.append(f"  {currency or '(no currency)'}: BilledCost {billed:,.2f}, EffectiveCost {effective:,.2f}")
         for period in self.periods:
             lines.append(f"  replaced {period}")
+        lines += [f"  warning: {w}" for w in self.warnings]
         for f in self.files:
             if f.unknown_columns:
                 lines.append(f"  {f.label}: non-FOCUS columns kept in x_extensions: {', '.join(f.unknown_columns)}")
@@ -166,11 +168,14 @@ def describe(path: Path, label: str, fmt: str | None) -> Input:
     if kind is None:
         raise InputError(
             "cannot tell the billing format from the header (not FOCUS: no BilledCost/ChargePeriodStart; not AWS CUR, "
-            f"Azure or GCP either); first columns: {', '.join(header[:8])}. Pass --format focus|aws-cur|azure|gcp",
+            f"Azure, GCP or OCI either); first columns: {', '.join(header[:8])}. Pass --format focus|aws-cur|azure|gcp|oci",
             path=label)
     if kind != "focus":
         adapters.check_header(kind, header, label)
-        return Input(label, adapters.SOURCE_KIND[kind], frame=lambda: adapters.read_native(path, kind, label))
+        item = Input(label, adapters.SOURCE_KIND[kind], frame=lambda: adapters.read_native(path, kind, label))
+        if kind == "azure":   # actual or amortized is told by the content: its rows are stored as the view read
+            item.frame = lambda: _viewed(item, adapters.read_native(path, kind, label))
+        return item
     match = match_header(header)
     if match.missing or match.duplicated:
         problems = []
@@ -182,6 +187,35 @@ def describe(path: Path, label: str, fmt: str | None) -> Input:
             problems.append(f"unknown column(s) (neither FOCUS nor x_…): {', '.join(match.unknown)}")
         raise InputError("; ".join(problems) + ". Nothing was loaded; fix the header or pass --format", path=label)
     return Input(label, "focus", path=path, match=match)
+
+
+def _viewed(item: Input, frame):
+    item.source_kind = frame.attrs.get("source_kind", item.source_kind)
+    return frame
+
+
+AZURE_VIEWS = {"azure-actual": "actual", "azure-amortized": "amortized"}
+
+
+def azure_view_warnings(store, stage_name: str) -> list[str]:
+    """One warning per Azure billing account and month where a load meets both cost views:
+    both in its own rows (stored together: costs counted twice), or one replacing the other."""
+    warnings = []
+    for month, account, seen in store.rows(sql("billing/azure_views", stage=stage_name), {"views": list(AZURE_VIEWS)}):
+        named = {(o, v): ", ".join(sorted({f for o2, v2, f in seen if (o2, v2) == (o, v)})) for o, v, _ in seen}
+        loaded = sorted({v for o, v, _ in seen if o == "loaded"})
+        if len(loaded) > 1:
+            text = (f"Azure billing account {account}, {month}: this load holds both cost views, actual "
+                    f"({named['loaded', 'azure-actual']}) and amortized ({named['loaded', 'azure-amortized']}); both are "
+                    "stored, so the month's costs are counted twice. Load one view per month")
+        else:
+            new = loaded[0]
+            old = next(v for o, v, _ in seen if v != new)
+            text = (f"Azure billing account {account}, {month}: the {AZURE_VIEWS[new]} cost view "
+                    f"({named['loaded', new]}) replaces the {AZURE_VIEWS[old]} view stored from {named['stored', old]}")
+        log.warning("%s", text)
+        warnings.append(text)
+    return warnings
 
 
 def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = print, *,
@@ -206,6 +240,7 @@ def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = pr
                      + (f", {result.quarantined_rows:,} quarantined" if result.quarantined_rows else ""))
         report.periods = [f"{m} {p or '-'} {a or '-'}" for m, p, a in store.rows(sql("billing/load_periods", stage=good.name))]
         report.totals = [(c, float(b), float(e)) for c, b, e in store.rows(sql("billing/load_totals", stage=good.name))]
+        report.warnings = azure_view_warnings(store, good.name)
         good.replace_in()
         store.command(f"INSERT INTO {stage.QUARANTINE} SELECT * FROM {stage.q(bad.name)}")
         store.insert("billing_loads", [[
@@ -217,14 +252,14 @@ def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = pr
 
 
 def _load_one(store, item: Input, load_id: str, loaded_at: str, good, bad) -> FileResult:
-    labels = dict(source_kind=item.source_kind, source_file=item.label, load_id=load_id, loaded_at=loaded_at)
+    labels = dict(source_file=item.label, load_id=load_id, loaded_at=loaded_at)
     try:
         with stage.targets(store) as targets:
             if item.path is not None and store.target.embedded:
                 source = file_source(store, item.path, item.match)
             else:
                 source = frame_source(store, targets.text, _frame(item))
-            return _accept(store, item, targets, _split(store, targets, source, labels), good, bad)
+            return _accept(store, item, targets, _split(store, targets, source, item, labels), good, bad)
     except InputError:
         raise
     except Exception as exc:
@@ -235,7 +270,7 @@ def _load_one(store, item: Input, load_id: str, loaded_at: str, good, bad) -> Fi
         log.info("%s: ClickHouse could not read it (%s); reading it row by row", item.label, first_error_line(exc))
     with stage.targets(store) as targets:
         source = frame_source(store, targets.text, csv_frame(item.path, item.match))
-        return _accept(store, item, targets, _split(store, targets, source, labels), good, bad)
+        return _accept(store, item, targets, _split(store, targets, source, item, labels), good, bad)
 
 
 def _accept(store, item: Input, targets, counts: tuple[int, int], good, bad) -> FileResult:
@@ -271,9 +306,10 @@ def _check_share(store, result: FileResult, bad_stage: str, limit: float) -> Non
         "to load the rest", path=result.label)
 
 
-def _split(store, targets, source, labels) -> tuple[int, int]:
-    return stage.split_into(store, targets, source.sql, source.present,
-                            parameters=source.parameters, settings=source.settings, **labels)
+def _split(store, targets, source, item: Input, labels) -> tuple[int, int]:
+    # source_kind only now: reading an Azure export decides its view (``_viewed``)
+    return stage.split_into(store, targets, source.sql, source.present, parameters=source.parameters,
+                            settings=source.settings, source_kind=item.source_kind, **labels)
 
 
 def _frame(item: Input):

@@ -47,6 +47,8 @@ PROVIDER_ALIASES = {
     "microsoft corporation": "Microsoft",
     "google cloud": "Google Cloud", "gcp": "Google Cloud", "google": "Google Cloud",
     "google cloud platform": "Google Cloud", "google llc": "Google Cloud",
+    "oracle": "Oracle", "oci": "Oracle", "oracle cloud": "Oracle", "oracle cloud infrastructure": "Oracle",
+    "oracle corporation": "Oracle",
 }
 LINE_ID_EXTENSION = "x_LineItemId"   # adapters put a provider's own line-item id here when it has one
 ROW_ERROR = "__row_error"            # set by readers on a row that is broken as a whole (wrong field count)
@@ -77,6 +79,16 @@ def _time_ok(v: str) -> str:
             f"OR toUInt8OrZero(substring({v}, 18, 2)) > 60))")
 
 
+def decimal12(v: str) -> str:
+    """SQL parsing the text ``v`` to Decimal(38, 12), rounded half-even (NULL when not a number).
+
+    ClickHouse's text-to-Decimal cuts extra decimals toward zero, so text with more than 12
+    decimals (or an exponent) is read exactly at scale 50 first, then rounded with roundBankers.
+    """
+    wide = f"accurateCastOrNull(roundBankers(toDecimal256OrNull({v}, 50), 12), 'Decimal(38, 12)')"
+    return f"if(match({v}, '[.][0-9]{{13}}|[eE]'), {wide}, toDecimal128OrNull({v}, 12))"
+
+
 @dataclass(frozen=True)
 class Typed:
     expr: str          # the typed value (may define helper aliases first)
@@ -97,7 +109,7 @@ def typed(col: str, kind: str) -> Typed:
                      f"({missing} OR {wrong})", "not a valid timestamp")
     if kind in ("money", "number"):
         expr = f"ifNull({p}, toDecimal128(0, 12))" if required or kind == "money" else p
-        return Typed(f"toDecimal128OrNull({v}, 12) AS {p}, {expr}",
+        return Typed(f"{decimal12(v)} AS {p}, {expr}",
                      f"({missing} OR ({v} IS NOT NULL AND {p} IS NULL))", "not a number")
     if kind == "currency":
         return Typed(f"ifNull({v}, '')", f"({missing} OR ({v} IS NOT NULL AND NOT match({v}, '^[A-Z]{{3}}$')))",
