@@ -25,7 +25,7 @@ from collector.owners import OwnerLookupError, owner_of
 
 log = logging.getLogger(__name__)
 
-SLURM_MODES = ("auto", "on", "off")
+MAX_ANSWER = 256 << 20          # a pod list of a very large cluster is tens of MiB
 
 
 class Reported:
@@ -50,8 +50,9 @@ class Reported:
 
 def kubernetes_fetch(token_file: str, ca_file: str = "", insecure_tls: bool = False, timeout_s: float = 10.0):
     """``fetch(url) -> bytes`` for the kubelet or the API server: the service-account token (read
-    at each call: it rotates) as bearer when the file exists; TLS checked against ``ca_file`` (or
-    the system's CAs) unless ``insecure_tls``."""
+    at each call: it rotates) as bearer when the file exists and the URL is https (never in clear
+    to a read-only port); TLS checked against ``ca_file`` (or the system's CAs) unless
+    ``insecure_tls``; an answer over ``MAX_ANSWER`` bytes is refused."""
     context = ssl.create_default_context(cafile=ca_file or None)
     if insecure_tls:
         context.check_hostname = False
@@ -59,13 +60,16 @@ def kubernetes_fetch(token_file: str, ca_file: str = "", insecure_tls: bool = Fa
 
     def fetch(url: str) -> bytes:
         headers = {"Accept": "application/json"}
-        token = Path(token_file).read_text().strip() if token_file and Path(token_file).is_file() else ""
+        secure = url.startswith("https:")
+        token = Path(token_file).read_text().strip() if secure and token_file and Path(token_file).is_file() else ""
         if token:
             headers["Authorization"] = f"Bearer {token}"
         request = urllib.request.Request(url, headers=headers)
-        with urllib.request.urlopen(request, timeout=timeout_s,
-                                    context=context if url.startswith("https:") else None) as answer:
-            return answer.read()
+        with urllib.request.urlopen(request, timeout=timeout_s, context=context if secure else None) as answer:
+            body = answer.read(MAX_ANSWER + 1)
+        if len(body) > MAX_ANSWER:
+            raise ValueError(f"the answer is over {MAX_ANSWER >> 20} MiB")
+        return body
 
     return fetch
 

@@ -72,7 +72,7 @@ class KubeletPods:
         except (OSError, ValueError) as e:
             self._failure = OwnerLookupError(
                 f"cannot read pods from the kubelet at {self.url} ({e}); check the agent's "
-                "service-account token and that it may `get nodes/proxy` (or that the "
-                "read-only port is enabled)")
+                "service-account token and that it may `get nodes/pods` (Kubernetes 1.33+; "
+                "`nodes/proxy` before) or that the read-only port is enabled")
             raise self._failure from e
         self._failure = None

@@ -84,12 +84,12 @@ def mapping_from_config(metrics: dict, labels: dict, source: str = "prometheus",
                                               "gpu_uuid" not in base.labels.values()):
         raise MappingError("the mapping has no label for gpu_uuid; every GPU sample needs "
                            "one (dcgm-exporter: UUID)")
-    info, host_labels = frozenset(), ()
+    info, host_labels, uuid_prefix = frozenset(), (), ""
     if base is not None:
         parsed = {**base.metrics, **parsed}
         labels = {**base.labels, **labels}
-        info, host_labels = base.info, base.host_labels
-    return MetricMapping(parsed, dict(labels), source, info, host_labels)
+        info, host_labels, uuid_prefix = base.info, base.host_labels, base.uuid_prefix
+    return MetricMapping(parsed, dict(labels), source, info, host_labels, uuid_prefix)
 
 
 def samples_to_records(samples, mapping: MetricMapping, scrape_ts: datetime,

@@ -173,11 +173,10 @@ def _cheapest_cloud(rates: pd.DataFrame) -> tuple[dict[str, float], str, float]:
     return per_env, cheapest, float(rates.loc[rates["environment"] == cheapest, "usd_per_gpu_hour"].iloc[0])
 
 
-def queue_pressure(store, f: Filters, rates: pd.DataFrame | None = None, n_hours: int | None = None) -> pd.DataFrame:
+def queue_pressure(store, f: Filters, rates: pd.DataFrame | None = None) -> pd.DataFrame:
     """GPU demand that waited, per pool and team (sql/queries/queue_pressure.sql)."""
     rates = placement_rates(store, f) if rates is None else rates
-    n_hours = hours(store, f) if n_hours is None else n_hours
-    return run(store, "queue_pressure", f, hours=int(n_hours), cloud_usd_per_gpu_hour=_cheapest_cloud(rates)[2])
+    return run(store, "queue_pressure", f, cloud_usd_per_gpu_hour=_cheapest_cloud(rates)[2])
 
 
 def placement(store, f: Filters, baseline_q: float, saturated_pct: float, queue_wait_h: float = 1.0,
@@ -189,14 +188,15 @@ def placement(store, f: Filters, baseline_q: float, saturated_pct: float, queue_
     rates = placement_rates(store, f) if rates is None else rates
     per_env, cheapest, cloud_gpu_hour = _cheapest_cloud(rates)
     n_hours = hours(store, f) if n_hours is None else n_hours
-    queued = queue_pressure(store, f, rates, n_hours) if queued is None else queued
+    queued = queue_pressure(store, f, rates) if queued is None else queued
     waited = queued[queued["wait_p95_h"] >= queue_wait_h] if not queued.empty else queued
     return run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
                rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=cheapest,
                cloud_usd_per_gpu_hour=cloud_gpu_hour, hours=int(n_hours),
                queue_pools=[str(p) for p in waited.get("pool", [])], queue_teams=[str(t) for t in waited.get("team", [])],
                queue_wait_p95_h=[float(w) for w in waited.get("wait_p95_h", [])],
-               queue_gpu_hours=[float(g) for g in waited.get("pending_gpu_hours", [])])
+               queue_gpu_hours=[float(g) for g in waited.get("pending_gpu_hours", [])],
+               queue_pending_gpus=[float(g) for g in waited.get("pending_gpus", [])])
 
 
 def runtime_matrix(store, f: Filters) -> pd.DataFrame:

@@ -3,8 +3,8 @@ interval_s`` into ``queue_pending`` (sql/migrations/014_queue_pending.sql; its m
 keeps ``queue_pending_hour``).
 
 * Slurm (``slurm``: ``auto`` when ``squeue`` is on PATH, ``on``, ``off``): ``squeue --json
-  --states=PENDING``; a Slurm too old for ``--json`` is read with ``--format`` instead
-  (``collector.queues.SQUEUE_FORMAT``, run with ``TZ=UTC``).
+  --states=PENDING``; a Slurm too old for ``--json`` (squeue says "unrecognized option") is read
+  with ``--array --format`` instead (``collector.queues.SQUEUE_FORMAT``, run with ``TZ=UTC``).
 * Kubernetes (``kubernetes_url``): ``GET /api/v1/pods?fieldSelector=status.phase=Pending`` with
   the service account's token (RBAC: ``list pods`` cluster-wide).
 
@@ -48,14 +48,17 @@ def run_squeue(args: list[str]) -> str:
     return out.stdout
 
 
+OLD_SLURM = ("unrecognized option", "invalid option", "unknown option")   # squeue's words for a flag it lacks
+
+
 def read_slurm(run=run_squeue) -> list[PendingJob]:
-    """The pending GPU jobs, from ``squeue --json`` or, on a Slurm without it, ``--format``."""
+    """The pending GPU jobs, from ``squeue --json`` or, on a Slurm without ``--json``, ``--format``."""
     try:
         return pending_from_squeue_json(run(["--json", "--states=PENDING"]))
     except TelemetryError as e:
-        if "json" not in str(e).lower() or "not a JSON object" in str(e):
+        if not any(words in str(e) for words in OLD_SLURM):
             raise
-    return pending_from_squeue_text(run(["--noheader", "--states=PENDING", f"--format={SQUEUE_FORMAT}"]))
+    return pending_from_squeue_text(run(["--noheader", "--array", "--states=PENDING", f"--format={SQUEUE_FORMAT}"]))
 
 
 def read_kubernetes(config, fetch=None) -> list[PendingJob]:
@@ -71,13 +74,15 @@ def read_kubernetes(config, fetch=None) -> list[PendingJob]:
 
 
 def store_read(store, jobs: list[PendingJob], scheduler: str, cluster: str, config, now: float) -> int:
-    """Store one read's jobs (once, however often this read is retried); return how many."""
+    """Store one read's jobs (once, however often this read is retried); return how many. Every
+    read also stores a marker row (``job_id`` '', 0 GPUs), so an hour whose reads found nothing
+    waiting counts as an hour of no demand, not as an hour the reader was down."""
     ts = datetime.fromtimestamp(int(now), timezone.utc)
+    marker = (ts, int(config.interval_s), scheduler, cluster, "", "", "", "", "", 0.0, "", "", ts)
     rows = [(ts, int(config.interval_s), j.scheduler, cluster, j.pool, config.pool_map.get(j.pool, j.pool),
              j.team, j.user, j.job_id, j.gpus, j.gpu_model, j.reason, j.submitted) for j in jobs]
-    if rows:
-        store.insert(TABLE, rows, COLUMNS, token=f"queues:{scheduler}:{cluster}:{int(now)}",
-                     settings={"deduplicate_blocks_in_dependent_materialized_views": 1})
+    store.insert(TABLE, [marker, *rows], COLUMNS, token=f"queues:{scheduler}:{cluster}:{int(now)}",
+                 settings={"deduplicate_blocks_in_dependent_materialized_views": 1})
     return len(rows)
 
 

@@ -370,13 +370,41 @@ def config_keys(cls, skip: tuple[str, ...] = (), seen: set | None = None):
                 yield from config_keys(candidate, skip, seen)
 
 
-class BearerJsonServer:
-    """A loopback stand-in for an API that answers ``GET path`` with ``document()`` only to
-    ``Authorization: Bearer <token>`` (the kubelet's /pods, the API server's pod list), 401
-    otherwise; ``asked`` records (path, Authorization) of every request."""
+def self_signed_cert(where: Path) -> tuple[Path, Path]:
+    """(certificate, key) PEM files of a self-signed certificate for 127.0.0.1, made here."""
+    import datetime as dt
+    import ipaddress
 
-    def __init__(self, path: str, token: str, document):
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = where / "cert.pem", where / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_path, key_path
+
+
+class BearerJsonServer:
+    """A loopback stand-in for an HTTPS API that answers ``GET path`` with ``document()`` only to
+    ``Authorization: Bearer <token>`` (the kubelet's /pods, the API server's pod list), 401
+    otherwise; ``asked`` records (path, Authorization) of every request. Its certificate is
+    self-signed (``self.ca``: the file a client trusts)."""
+
+    def __init__(self, path: str, token: str, document, where: Path):
         import http.server
+        import ssl
 
         self.asked: list[tuple[str, str | None]] = []
         stand_in = self
@@ -396,7 +424,11 @@ class BearerJsonServer:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.ca, key = self_signed_cert(where)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.ca, key)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"https://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:

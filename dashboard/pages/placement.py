@@ -50,7 +50,7 @@ def render(data):
     n_hours = queries.hours(st.store, f)
     demand = queries.placement_demand(st.store, f, st.baseline_quantile, n_hours)
     rates = queries.placement_rates(st.store, f)
-    queued = queries.queue_pressure(st.store, f, rates, n_hours)
+    queued = queries.queue_pressure(st.store, f, rates)
     recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, st.queue_burst_wait_hours,
                              rates, n_hours, queued)
     total = html.P(f"Savings if every positive recommendation is taken: "

@@ -35,7 +35,7 @@ def add_commands(subparsers) -> None:
     p.add_argument("--push-url", help="base URL of `gpuledger up` to push batches to, e.g. http://platform:8050")
     p.add_argument("--host-name", help="host name written on samples (default: this machine's)")
     p.add_argument("--kubelet-url", help="the node's kubelet, to name the pods on its GPUs, e.g. "
-                                         "https://$(NODE_NAME):10250 (default: collector.kubelet_url, none)")
+                                         "https://$(HOST_IP):10250 (default: collector.kubelet_url, none)")
     p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE",
                    help=f"a label column for every sample ({', '.join(LABEL_KEYS)}); repeatable")
     p.add_argument("--rounds", type=int, help="stop after this many rounds (default: run until stopped)")

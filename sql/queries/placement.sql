@@ -107,12 +107,13 @@ FROM
 
     -- teams that waited for an on-prem pool: what bursting their pending GPU-hours would cost
     SELECT 'burst queued demand', q.2, q.1, 'onprem', {cheapest:String}, toUInt32(0),
-           q.4 / greatest({hours:UInt64}, 1), q.4, q.4,
+           q.5, q.4, q.4,
            mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})['onprem'],
            mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})[{cheapest:String}],
            -q.4 * {cloud_usd_per_gpu_hour:Float64}, q.3
     FROM (SELECT arrayJoin(arrayZip({queue_pools:Array(String)}, {queue_teams:Array(String)},
-                                    {queue_wait_p95_h:Array(Float64)}, {queue_gpu_hours:Array(Float64)})) AS q)
-    WHERE {cheapest:String} != ''
+                                    {queue_wait_p95_h:Array(Float64)}, {queue_gpu_hours:Array(Float64)},
+                                    {queue_pending_gpus:Array(Float64)})) AS q)
+    WHERE {cheapest:String} != '' AND q.1 != '' AND q.1 IN (SELECT pool FROM pool_days)    -- on-prem pools only
 )
 ORDER BY savings_usd DESC, kind, team, pool

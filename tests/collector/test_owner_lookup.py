@@ -34,14 +34,14 @@ PODS = (DATA / "kubelet" / "pods.json").read_bytes()
 TOKEN = "kubelet-token-7"
 
 
-def Kubelet(document: bytes = PODS) -> BearerJsonServer:
-    """The kubelet's ``GET /pods`` on a loopback port, answering only the right bearer token."""
-    return BearerJsonServer("/pods", TOKEN, lambda: document)
+def Kubelet(where: Path, document: bytes = PODS) -> BearerJsonServer:
+    """The kubelet's ``GET /pods`` on a loopback HTTPS port, answering only the right bearer token."""
+    return BearerJsonServer("/pods", TOKEN, lambda: document, where)
 
 
 @pytest.fixture
-def kubelet():
-    k = Kubelet()
+def kubelet(tmp_path):
+    k = Kubelet(tmp_path)
     yield k
     k.close()
 
@@ -68,7 +68,8 @@ def scontrol(tmp_path, monkeypatch):
 
 
 def test_kubelet_and_slurm_lookups_from_config(kubelet, token_file, scontrol, caplog):
-    c = CollectorConfig(proc_dir=PROC, kubelet_url=kubelet.url, kubelet_token_file=token_file)
+    c = CollectorConfig(proc_dir=PROC, kubelet_url=kubelet.url, kubelet_token_file=token_file,
+                        kubelet_ca_file=str(kubelet.ca))
     with caplog.at_level(logging.INFO, logger="collector.owner_lookup"):
         lookup = build_owner_lookup(c)
     pod = lookup(4101)
@@ -82,16 +83,17 @@ def test_kubelet_and_slurm_lookups_from_config(kubelet, token_file, scontrol, ca
     assert "Slurm jobs' user and account from scontrol" in said
 
 
-def test_team_from_a_configured_label_then_an_annotation(token_file):
+def test_team_from_a_configured_label_then_an_annotation(token_file, tmp_path):
     doc = json.loads(PODS)
     meta = doc["items"][0]["metadata"]
     del meta["labels"]["team"]
     meta["labels"]["app.kubernetes.io/part-of"] = "llm-platform"
     meta["annotations"] = {"gpuledger.io/team": "research"}
-    k = Kubelet(json.dumps(doc).encode())
+    k = Kubelet(tmp_path, json.dumps(doc).encode())
     try:
         def team(**keys):
-            c = CollectorConfig(proc_dir=PROC, kubelet_url=k.url, kubelet_token_file=token_file, slurm="off", **keys)
+            c = CollectorConfig(proc_dir=PROC, kubelet_url=k.url, kubelet_token_file=token_file, slurm="off",
+                                kubelet_insecure_tls=True, **keys)             # a self-signed kubelet, unchecked
             return build_owner_lookup(c)(4101).team
 
         assert team() == ""                                          # default: the `team` label only
@@ -106,9 +108,10 @@ def test_team_from_a_configured_label_then_an_annotation(token_file):
 def test_an_unreachable_kubelet_is_said_once_and_used_once_it_answers(tmp_path, token_file, caplog):
     wrong = tmp_path / "wrong-token"
     wrong.write_text("not-the-token")
-    k = Kubelet()
+    k = Kubelet(tmp_path)
     try:
-        c = CollectorConfig(proc_dir=PROC, kubelet_url=k.url, kubelet_token_file=str(wrong), slurm="off")
+        c = CollectorConfig(proc_dir=PROC, kubelet_url=k.url, kubelet_token_file=str(wrong), slurm="off",
+                            kubelet_ca_file=str(k.ca))
         with caplog.at_level(logging.INFO, logger="collector.owner_lookup"):
             lookup = build_owner_lookup(c)
             first = [lookup(4101) for _ in range(3)]
@@ -117,7 +120,7 @@ def test_an_unreachable_kubelet_is_said_once_and_used_once_it_answers(tmp_path, 
             ("6f1a3c2e-8b4d-4f5e-9a7b-2c3d4e5f6a7b", "", False)}
         failures = [r for r in caplog.records if "does not answer" in r.getMessage() or "failed" in r.getMessage()]
         assert len(failures) == 1 and "HTTP Error 401" in failures[0].getMessage()
-        assert "get nodes/proxy" in failures[0].getMessage()
+        assert "get nodes/pods" in failures[0].getMessage()
         # the token is read at each fetch (it rotates): the right one makes it answer again
         wrong.write_text(TOKEN)
         caplog.clear()
@@ -181,7 +184,7 @@ def test_the_agent_stores_pod_and_job_owners(tmp_path, store, kubelet, token_fil
     with ServedPlatform(platform) as served:
         c = CollectorConfig(interval_s=0.05, port=0, spool_dir=str(tmp_path / "spool"), push_url=served.url,
                             push_token=Secret("tok", "test"), host="gpu-node-07", proc_dir=PROC,
-                            kubelet_url=kubelet.url, kubelet_token_file=token_file)
+                            kubelet_url=kubelet.url, kubelet_token_file=token_file, kubelet_ca_file=str(kubelet.ca))
         _, thread, _ = run_in_thread(c, destination_for(c, None), lambda: fake, rounds=2)
         thread.join(60)
         assert not thread.is_alive()

@@ -272,11 +272,11 @@ def test_collector_runs_on_gpu_nodes_with_host_pids_and_tight_permissions():
     assert set(init["securityContext"]["capabilities"]["add"]) == {"CHOWN", "FOWNER"}
     account = one("ServiceAccount", pod["serviceAccountName"])
     assert account["automountServiceAccountToken"] is True
-    # its one permission: `get nodes/proxy` (the kubelet's /pods), bound to its service account only
+    # its one permission: `get nodes/pods` (the kubelet's /pods, fine-grained), bound to its service account only
     roles = [d for d in BASE if d["kind"] in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")]
     assert sorted(d["kind"] for d in roles) == ["ClusterRole", "ClusterRoleBinding"]
     role, binding = one("ClusterRole", "gpuledger-collector"), one("ClusterRoleBinding", "gpuledger-collector")
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}]
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes/pods"], "verbs": ["get"]}]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]}
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["metadata"]["name"], "namespace": NAMESPACE}]
 
