@@ -7,6 +7,7 @@ everything, prints what it found, and serves the platform until Ctrl-C.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import resource
 import shutil
@@ -129,11 +130,12 @@ def run_demo(dsn: str, *, gpus: int, days: int, interval_s: int, seed: int, keep
     loaded = ingest_samples(store, sim_files["samples"], progress=progress)
     bills = ingest_billing(store, sim_files["billing"], progress=progress)
     live_rounds(store, sim_files["fleet"], sim_files["end"], interval_s, progress)
+    queued = load_queues(store, sim_files["fleet"], days, sim_files["end"], demo_cfg.queues)
     report = rollup(store, demo_cfg, since=(sim_files["end"] - timedelta(days=days + 1)).date(),
                     until=(sim_files["end"] + timedelta(days=1)).date(), progress=progress)
     elapsed = time.perf_counter() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(summary(store, loaded.rows, bills, report, elapsed, peak_mb, work), flush=True)   # before serving, even into a pipe
+    print(summary(store, loaded.rows, bills, report, elapsed, peak_mb, work, queued), flush=True)   # before serving, even into a pipe
     if not serve:
         return 0
     from gpuledger.platform import build_platform
@@ -143,6 +145,20 @@ def run_demo(dsn: str, *, gpus: int, days: int, interval_s: int, seed: int, keep
     platform = build_platform(demo_cfg, store, auth=auth)
     platform.serve(demo_cfg.server.host, port or demo_cfg.server.port)
     return 0
+
+
+def load_queues(store, fleet, days: int, end: datetime, config) -> int:
+    """The simulated Slurm and Kubernetes queues of the on-prem pools (sim/queues.py), stored as
+    the platform's queue readers store them, in one insert; returns the pending-job rows."""
+    from ingest.queues import read_rows, store_rows
+    from sim.queues import queue_reads
+
+    every_s = int(config.interval_s) * 10             # a read every 10 minutes is plenty for 30 days
+    reading = dataclasses.replace(config, interval_s=every_s)
+    rows = [row for scheduler, cluster, ts, jobs in queue_reads(fleet, days, end, every_s)
+            for row in read_rows(jobs, scheduler, cluster, reading, ts.timestamp())]
+    store_rows(store, rows, f"demo-queues:{int(end.timestamp())}")
+    return sum(1 for row in rows if row[8])
 
 
 def sql_reader(cfg, password_file: Path) -> str:
@@ -173,7 +189,7 @@ def sql_reader(cfg, password_file: Path) -> str:
             "--data-binary 'SELECT team, round(sum(cost_usd)) FROM v_team_spend GROUP BY team'\n")
 
 
-def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: float, work: Path) -> str:
+def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: float, work: Path, queued: int = 0) -> str:
     def one(query):
         return store.rows(query)[0]
 
@@ -183,6 +199,7 @@ def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: flo
     waste, idle, unused, efficiency = one(sql("demo/waste"))
     findings = store.rows("SELECT policy, count() FROM compliance_findings GROUP BY policy ORDER BY policy")
     over = store.rows("SELECT team FROM v_team_budget WHERE over_budget OR forecast_over_budget ORDER BY team")
+    jobs, wait_p95 = one(sql("demo/queue_waits"))
     return "\n".join([
         "",
         f"gpuledger demo: {gpus} GPU entities in {', '.join(sorted(envs))}",
@@ -193,6 +210,7 @@ def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: flo
         f"  idle windows          {idle_n} costing ${idle_usd:,.0f}",
         f"  compliance findings   {', '.join(f'{p}: {n}' for p, n in findings) or 'none'}",
         f"  over budget           {', '.join(t for (t,) in over) or 'none'}",
+        f"  queues                {queued:,} pending-job readings of {jobs:,} jobs; p95 wait {wait_p95:.1f} h (Placement)",
         f"  took {elapsed:.1f} s, peak memory {peak_mb:,.0f} MB; simulated files in {work}",
         "",
     ])

@@ -73,17 +73,25 @@ def read_kubernetes(config, fetch=None) -> list[PendingJob]:
     return pending_from_pod_list(document, tuple(config.pool_selectors), tuple(config.team_labels))
 
 
-def store_read(store, jobs: list[PendingJob], scheduler: str, cluster: str, config, now: float) -> int:
-    """Store one read's jobs (once, however often this read is retried); return how many. Every
-    read also stores a marker row (``job_id`` '', 0 GPUs), so an hour whose reads found nothing
-    waiting counts as an hour of no demand, not as an hour the reader was down."""
+def read_rows(jobs: list[PendingJob], scheduler: str, cluster: str, config, now: float) -> list[tuple]:
+    """The ``queue_pending`` rows (``COLUMNS``) of one read: its jobs, and a marker row (``job_id``
+    '', 0 GPUs), so an hour whose reads found nothing waiting counts as an hour of no demand, not
+    as an hour the reader was down."""
     ts = datetime.fromtimestamp(int(now), timezone.utc)
     marker = (ts, int(config.interval_s), scheduler, cluster, "", "", "", "", "", 0.0, "", "", ts)
-    rows = [(ts, int(config.interval_s), j.scheduler, cluster, j.pool, config.pool_map.get(j.pool, j.pool),
-             j.team, j.user, j.job_id, j.gpus, j.gpu_model, j.reason, j.submitted) for j in jobs]
-    store.insert(TABLE, [marker, *rows], COLUMNS, token=f"queues:{scheduler}:{cluster}:{int(now)}",
-                 settings={"deduplicate_blocks_in_dependent_materialized_views": 1})
-    return len(rows)
+    return [marker] + [(ts, int(config.interval_s), j.scheduler, cluster, j.pool, config.pool_map.get(j.pool, j.pool),
+                        j.team, j.user, j.job_id, j.gpus, j.gpu_model, j.reason, j.submitted) for j in jobs]
+
+
+def store_rows(store, rows: list[tuple], token: str) -> None:
+    """Insert ``queue_pending`` rows once per ``token`` (in the hourly rollup too)."""
+    store.insert(TABLE, rows, COLUMNS, token=token, settings={"deduplicate_blocks_in_dependent_materialized_views": 1})
+
+
+def store_read(store, jobs: list[PendingJob], scheduler: str, cluster: str, config, now: float) -> int:
+    """Store one read's jobs (once, however often this read is retried); return how many."""
+    store_rows(store, read_rows(jobs, scheduler, cluster, config, now), f"queues:{scheduler}:{cluster}:{int(now)}")
+    return len(jobs)
 
 
 def register_queues(platform, store, config, which=shutil.which, run=run_squeue, fetch=None, clock=time.time) -> list[str]:
