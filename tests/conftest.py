@@ -65,7 +65,7 @@ def demo(store_dir, tmp_path_factory):
     from types import SimpleNamespace
 
     from gpuledger import config as configuration
-    from gpuledger.demo import live_rounds, write_simulation
+    from gpuledger.demo import live_rounds, load_queues, write_simulation
     from ingest.billing.load import ingest_billing
     from ingest.rollup.run import rollup
     from ingest.samples import ingest_samples
@@ -80,5 +80,6 @@ def demo(store_dir, tmp_path_factory):
     ingest_samples(store, files["samples"], progress=lambda m: None)
     ingest_billing(store, files["billing"], progress=lambda m: None)
     live_rounds(store, files["fleet"], files["end"], 60, progress=lambda m: None)
+    load_queues(store, files["fleet"], 30, files["end"], cfg.queues)
     rollup(store, cfg, progress=lambda m: None, now=files["end"])
     yield SimpleNamespace(store=store, cfg=cfg, planted=files["planted"], end=files["end"], files=files)

@@ -34,9 +34,9 @@ def layout(**query):
                     "burst: the rest (suits cloud). The environment filter does not apply: placement compares them."),
         c.card(PAGE, "rates", "Cost per utilized GPU-hour: on-prem vs each cloud", wide=False),
         c.card(PAGE, "queues", "Queue pressure: GPU demand that waits",
-               note="Jobs and pods pending for GPUs in Slurm and Kubernetes ([queues]); a job's wait runs from its "
-                    "submission to the last read that saw it pending. Burst USD/h: the average pending GPUs at the "
-                    "cheapest cloud's cost of a GPU-hour."),
+               note="Jobs and pods pending for GPUs in Slurm and Kubernetes ([queues]); a job's wait runs from when it "
+                    "could first run to the last read that saw it pending; GPUs count MIG slices by their share. Burst "
+                    "USD/h: the average pending GPUs at the cheapest cloud's cost of a GPU-hour."),
         c.card(PAGE, "recommendations", "Recommendations and their savings",
                note="Savings over the selected range; negative: what the move costs (capacity relief)."),
     ])
@@ -59,7 +59,7 @@ def render(data):
     return (c.chart_table(demand, "team_demand_hour", f, figures.placement_demand, DEMAND_COLUMNS, "held GPU-hours"),
             c.chart_table(rates, "gpu_cost_day", f, figures.placement_rates, RATE_COLUMNS, "GPU-hours"),
             c.chart_table(queued, "queue_pending_hour", f, figures.queue_pressure, QUEUE_COLUMNS, "queued GPU jobs"),
-            [total, c.table(recs, REC_COLUMNS, "gpu_cost_day", f, "placement recommendations")])
+            [total, c.table(recs, REC_COLUMNS, "gpu_cost_day", f, "placement recommendations", class_name="explained")])
 
 
 def _recommendations(store, f):

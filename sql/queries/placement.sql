@@ -48,19 +48,19 @@ SELECT kind, team, pool, from_environment, to_environment, days, gpus, gpu_hours
        from_usd_per_utilized_gpu_hour, to_usd_per_utilized_gpu_hour, savings_usd,
        multiIf(kind = 'move baseline on-prem',
                format('{} holds {} GPUs on {} steadily at ${} per utilized GPU-hour; on-prem costs ${}: move that baseline on-prem',
-                      team, toString(round(gpus, 1)), from_environment, toString(round(from_usd_per_utilized_gpu_hour, 2)),
-                      toString(round(to_usd_per_utilized_gpu_hour, 2))),
+                      team, toString(round(gpus, 1)), from_environment, toDecimalString(from_usd_per_utilized_gpu_hour, 2),
+                      toDecimalString(to_usd_per_utilized_gpu_hour, 2)),
                kind = 'burst to cloud',
                format('{} was over {}% allocated on {} day(s); its load above that ({} GPU-hours) would cost ${} per utilized GPU-hour on {} against ${} on-prem',
                       pool, toString({saturated_pct:Float64}), toString(days), toString(round(gpu_hours, 1)),
-                      toString(round(to_usd_per_utilized_gpu_hour, 2)), to_environment,
-                      toString(round(from_usd_per_utilized_gpu_hour, 2))),
+                      toDecimalString(to_usd_per_utilized_gpu_hour, 2), to_environment,
+                      toDecimalString(from_usd_per_utilized_gpu_hour, 2)),
                kind = 'consolidate pool',
                format('{} was under-used on {} day(s): freeing the {} GPUs its held load does not need saves ${}',
-                      pool, toString(days), toString(round(gpus, 1)), toString(round(savings_usd, 2))),
+                      pool, toString(days), toString(round(gpus, 1)), toDecimalString(savings_usd, 2)),
                format('{} waited p95 {} h for {} while its {} pending GPUs would cost ${}/h on {}: burst',
                       team, toString(round(queue_wait_h, 1)), pool, toString(round(gpus, 1)),
-                      toString(round(gpus * {cloud_usd_per_gpu_hour:Float64}, 2)), to_environment)) AS why
+                      toDecimalString(gpus * {cloud_usd_per_gpu_hour:Float64}, 2), to_environment)) AS why
 FROM
 (
     SELECT 'move baseline on-prem' AS kind, team, '' AS pool, environment AS from_environment,

@@ -153,6 +153,17 @@ def test_placement_rates_and_recommendations(site, browser, screenshots_dir):
     assert ("burst to cloud", "dgx-h100") in kinds                      # saturated on-prem pool
     savings = [float(r[10].replace(",", "")) for r in recs]
     assert savings == sorted(savings, reverse=True)
+    # the queues: the crowded H100 pool's waits, as SQL over the hourly rollup says, and its burst advice
+    queued = {(r[0], r[1]): r for r in table_rows(part(browser, "placement", "queues", chart=True))}
+    waits = site.store.rows(
+        "SELECT pool, team, quantileExact(0.95)(w) FROM (SELECT pool, team, job_id, "
+        "dateDiff('second', min(submitted), max(last_seen)) / 3600 AS w FROM queue_pending_hour WHERE job_id != '' "
+        "AND hour >= {start:DateTime} AND hour < {end:DateTime} GROUP BY pool, team, scheduler, cluster, job_id) "
+        "GROUP BY pool, team", window())
+    assert {(p, t): queued[(p, t)][6] for p, t, _ in waits} == {(p, t): f"{w:,.2f}" for p, t, w in waits}
+    bursts = [r for r in recs if r[0] == "burst queued demand"]
+    assert bursts and {r[2] for r in bursts} == {"dgx-h100"}
+    assert all(r[11].startswith(f"{r[1]} waited p95 ") and r[11].endswith(": burst") for r in bursts)
     screenshot(browser, screenshots_dir, "placement")
 
 
