@@ -4,8 +4,8 @@ The native cost report (``reports/cost-csv/…``) has ``lineItem/…``, ``produc
 ``cost/…`` and ``tags/…`` columns, one row per resource per hour; ``MAPPING`` applies (names
 compared without regard to case: OCI's documentation writes ``lineItem/TenantId`` and
 ``product/description``, its files ``lineItem/tenantId`` and ``product/Description``).
-``cost/myCost`` is what is charged, overage included; numbers written with an exponent
-(``2.32376E-9``) are rewritten as plain decimals, digit for digit.
+``cost/myCost`` is what is charged, overage included. Numbers written with an exponent
+(``2.32376E-9``) pass as they are: the store reads them exactly (``ingest.billing.stage.decimal12``).
 
 OCI's FOCUS report (``FOCUS Reports/…``) is FOCUS with the FOCUS 1.0-preview names
 ``Provider``, ``Publisher``, ``InvoiceIssuer``, ``Region``, ``UsageQuantity``, ``UsageUnit``
@@ -15,7 +15,6 @@ OCI's FOCUS report (``FOCUS Reports/…``) is FOCUS with the FOCUS 1.0-preview n
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
 
 import pandas as pd
 
@@ -105,18 +104,6 @@ def focus_names(header: list[str]) -> list[str]:
             else h for h in header]
 
 
-def plain(series: pd.Series) -> pd.Series:
-    """Numbers with an exponent (``6.26609E-12``) as plain decimal text, exactly; others unchanged."""
-    def one(v: str) -> str:
-        if "e" not in v.lower():
-            return v
-        try:
-            return format(Decimal(v.strip()), "f")
-        except InvalidOperation:
-            return v  # not a number: quarantined as given
-    return series.map(one)
-
-
 def to_focus(frame: pd.DataFrame) -> pd.DataFrame:
     """FOCUS text rows from an OCI cost report or OCI FOCUS report text frame."""
     if is_focus_report(list(frame.columns)):
@@ -127,8 +114,8 @@ def to_focus(frame: pd.DataFrame) -> pd.DataFrame:
     month = pd.to_datetime(dates(start, DATE_FORMATS), format="%Y-%m-%dT%H:%M:%SZ", errors="coerce").dt.to_period("M")
     period_start = month.dt.start_time.dt.strftime("%Y-%m-%dT%H:%M:%SZ").where(month.notna(), start)
     period_end = (month + 1).dt.start_time.dt.strftime("%Y-%m-%dT%H:%M:%SZ").where(month.notna(), start)
-    cost = plain(col(f, "cost/myCost"))
-    quantity = plain(col(f, "usage/billedQuantity"))
+    cost = col(f, "cost/myCost")
+    quantity = col(f, "usage/billedQuantity")
     service = col(f, "product/service")
     oracle = pd.Series("Oracle", index=idx)
     blank = pd.Series("", index=idx, dtype=object)
@@ -142,7 +129,7 @@ def to_focus(frame: pd.DataFrame) -> pd.DataFrame:
         "ChargePeriodEnd": dates(col(f, "lineItem/intervalUsageEnd"), DATE_FORMATS),
         "BilledCost": cost,
         "EffectiveCost": cost,
-        "ContractedUnitPrice": plain(col(f, "cost/unitPrice")),
+        "ContractedUnitPrice": col(f, "cost/unitPrice"),
         "BillingCurrency": col(f, "cost/currencyCode"),
         "ChargeCategory": pd.Series("Usage", index=idx),
         "ChargeClass": pick(col(f, "lineItem/isCorrection").str.lower() == "true",
