@@ -52,11 +52,15 @@ def kubernetes_fetch(token_file: str, ca_file: str = "", insecure_tls: bool = Fa
     """``fetch(url) -> bytes`` for the kubelet or the API server: the service-account token (read
     at each call: it rotates) as bearer when the file exists and the URL is https (never in clear
     to a read-only port); TLS checked against ``ca_file`` (or the system's CAs) unless
-    ``insecure_tls``; an answer over ``MAX_ANSWER`` bytes is refused."""
-    context = ssl.create_default_context(cafile=ca_file or None)
-    if insecure_tls:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
+    ``insecure_tls``; an answer over ``MAX_ANSWER`` bytes is refused. The TLS context is made at
+    the first call, so a missing CA file fails that call (logged by the caller), not the start."""
+    @functools.cache
+    def tls() -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=ca_file or None)
+        if insecure_tls:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
 
     def fetch(url: str) -> bytes:
         headers = {"Accept": "application/json"}
@@ -65,7 +69,7 @@ def kubernetes_fetch(token_file: str, ca_file: str = "", insecure_tls: bool = Fa
         if token:
             headers["Authorization"] = f"Bearer {token}"
         request = urllib.request.Request(url, headers=headers)
-        with urllib.request.urlopen(request, timeout=timeout_s, context=context if secure else None) as answer:
+        with urllib.request.urlopen(request, timeout=timeout_s, context=tls() if secure else None) as answer:
             body = answer.read(MAX_ANSWER + 1)
         if len(body) > MAX_ANSWER:
             raise ValueError(f"the answer is over {MAX_ANSWER >> 20} MiB")

@@ -61,9 +61,7 @@ def read_slurm(run=run_squeue) -> list[PendingJob]:
     return pending_from_squeue_text(run(["--noheader", "--array", "--states=PENDING", f"--format={SQUEUE_FORMAT}"]))
 
 
-def read_kubernetes(config, fetch=None) -> list[PendingJob]:
-    fetch = fetch or kubernetes_fetch(config.kubernetes_token_file, config.kubernetes_ca_file,
-                                      config.kubernetes_insecure_tls)
+def read_kubernetes(config, fetch) -> list[PendingJob]:
     url = config.kubernetes_url.rstrip("/") + PENDING_PODS
     try:
         document = fetch(url)
@@ -106,6 +104,8 @@ def register_queues(platform, store, config, which=shutil.which, run=run_squeue,
         log.info("queues: squeue is not on PATH: no Slurm queue (install the Slurm client here, "
                  "or set [queues] slurm = \"off\")")
     if config.kubernetes_url:
+        fetch = fetch or kubernetes_fetch(config.kubernetes_token_file, config.kubernetes_ca_file,
+                                          config.kubernetes_insecure_tls)
         add_quiet_job(platform, "queues-kubernetes",
                       lambda: store_read(store, read_kubernetes(config, fetch), "kubernetes",
                                          config.kubernetes_cluster, config, clock()),
