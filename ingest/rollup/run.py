@@ -54,11 +54,13 @@ def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
     report = RollupReport(days=days)
     if days:
         inputs = {day: current.get(day, (0, 0)) for day in days}
-        starts = derive_days(store, cfg, days, inputs, state, config_fp, force, progress)
+        rule_params: dict = {}
+        rules = rules_expression(cfg.attribution, rule_params)
+        starts = derive_days(store, cfg, days, inputs, state, config_fp, force, progress, rules, rule_params)
         first = starts[days[0]] or datetime.combine(days[0], dt_time.min, timezone.utc)
         end = datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc)
         report.idle_windows, changed_from = derive_idle_windows(store, cfg, first, end)
-        derive_waste(store, min(first.date(), changed_from.date()), until)
+        derive_waste(store, min(first.date(), changed_from.date()), until, rules, rule_params)
         # recorded last: a run killed before this point leaves its days to be derived again
         record(store, inputs, config_fp)
     report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
@@ -67,14 +69,12 @@ def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
 
 
 def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]], state: dict, config_fp: int,
-                force: bool, progress: Callable[[str], None]) -> dict[date, datetime | None]:
+                force: bool, progress: Callable[[str], None], rules: str, rule_params: dict) -> dict[date, datetime | None]:
     """Recompute the per-day tables of ``days``, ``cfg.analytics.workers`` days at a time; return
     for each day the hour it was recomputed from (None: the whole day)."""
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
     starts = {day: None if force else first_changed_hour(store, day, state.get(day), inputs[day], config_fp)
               for day in days}
-    rule_params: dict = {}
-    rules = rules_expression(cfg.attribution, rule_params)
     handles = [store] + [store.clone() for _ in range(min(cfg.analytics.workers, len(days)) - 1)]
     done = iter(range(1, len(days) + 1))
 
@@ -127,11 +127,18 @@ def rollup_day(store, day: date, params: dict, start: datetime | None = None) ->
 def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict, start: datetime | None = None) -> None:
     """gpu_cost_hour, the idle segments, team_spend_day and the daily rollups of one day, after its rollups."""
     _steps(store, day, start, [
+        ("billing_line_hour", "line_hours", {}, None, "hour"),
         ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour"),
         ("gpu_idle_segments", "idle_segments", idle_params, None, "hour"),
-        ("team_spend_day", "spend", rule_params, {"team_rules": rules}, None),
+        ("team_spend_day", "spend", rule_params, {"bill_lines": bill_lines(rules)}, None),
         ("gpu_cost_day", "cost_day", {}, None, None),
         ("team_demand_hour", "team_demand", {}, None, None)])
+
+
+def bill_lines(rules: str) -> str:
+    """Every bill line with its environment and the team the rules give it (sql/rollup/bill_line_team.sql),
+    for the queries that attribute whole lines."""
+    return sql("rollup/bill_line_team", team_rules=rules)
 
 
 def _steps(store, day: date, start: datetime | None, steps) -> None:
@@ -208,11 +215,13 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[i
         return computed, changed_from
 
 
-def derive_waste(store, since: date, until: date) -> None:
-    """gpu_waste_hour and gpu_waste_day of every day from ``since`` to ``until`` (after the idle
-    windows: a window that grows changes the waste of the hours it already covered)."""
+def derive_waste(store, since: date, until: date, rules: str, rule_params: dict) -> None:
+    """gpu_waste_hour, gpu_waste_day and the FOCUS showback (which carries the waste) of every day
+    from ``since`` to ``until`` (after the idle windows: a window that grows changes the waste of
+    the hours it already covered)."""
     day = since
     while day <= until:
         replace_day(store, "gpu_waste_hour", day, "waste", {})
         replace_day(store, "gpu_waste_day", day, "waste_day", {})
+        replace_day(store, "showback_focus_day", day, "showback", rule_params, fills={"bill_lines": bill_lines(rules)})
         day += timedelta(days=1)

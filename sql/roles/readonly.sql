@@ -41,6 +41,8 @@ GRANT SELECT ON gpuledger.idle_windows TO gpuledger_reader;
 GRANT SELECT ON gpuledger.gpu_idle_segments TO gpuledger_reader;
 GRANT SELECT ON gpuledger.gpu_waste_hour TO gpuledger_reader;
 GRANT SELECT ON gpuledger.gpu_waste_day TO gpuledger_reader;
+GRANT SELECT ON gpuledger.billing_line_hour TO gpuledger_reader;
+GRANT SELECT ON gpuledger.showback_focus_day TO gpuledger_reader;
 GRANT SELECT ON gpuledger.compliance_findings TO gpuledger_reader;
 GRANT SELECT ON gpuledger.billing_line_items TO gpuledger_reader;
 GRANT SELECT ON gpuledger.billing_quarantine TO gpuledger_reader;

@@ -36,46 +36,13 @@ WITH
         SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS entity_covered_s
         FROM day_rows GROUP BY host, gpu_uuid, mig_instance, hour
     ),
-    -- billing lines (USD) of the instances seen today, each spread over the hours of its charge period
-    lines AS
-    (
-        SELECT resource_key, ChargePeriodStart AS ps, ChargePeriodEnd AS pe, toFloat64(EffectiveCost) AS cost, line_item_key
-        FROM billing_line_items
-        WHERE ChargePeriodStart < d1 AND ChargePeriodEnd > d0 AND BillingCurrency IN ('USD', '')
-          AND resource_key IN (SELECT instance_key FROM day_rows WHERE instance_key != '')
-    ),
-    -- GPU-seconds of each instance per hour over the whole span of those lines (may reach other days)
-    instance_hours AS
-    (
-        SELECT instance_key, hour, sum(covered_s * if(mig_instance = '', 1, slices / 7)) AS weight
-        FROM
-        (
-            SELECT *, if(mig_instance = '', 0, toUInt32OrZero(extract(mig_profile, '^(\\d+)g'))) AS slices
-            FROM gpu_hour
-            -- constant bounds first (a bill line spans at most a month), so partitions are pruned
-            WHERE hour >= d0 - INTERVAL 32 DAY AND hour < d1 + INTERVAL 32 DAY
-              AND hour >= (SELECT toStartOfHour(min(ps)) FROM lines) AND hour < (SELECT max(pe) FROM lines) AND instance_key != ''
-        )
-        WHERE instance_key IN (SELECT resource_key FROM lines)
-        GROUP BY instance_key, hour
-    ),
-    line_hours AS
-    (
-        SELECT l.resource_key AS instance_key, ih.hour AS hour, l.cost * ih.weight / t.total AS cost
-        FROM lines AS l
-        INNER JOIN instance_hours AS ih ON ih.instance_key = l.resource_key
-        INNER JOIN
-        (
-            SELECT l2.line_item_key AS line_item_key, sum(ih2.weight) AS total
-            FROM lines AS l2 INNER JOIN instance_hours AS ih2 ON ih2.instance_key = l2.resource_key
-            WHERE ih2.hour >= toStartOfHour(l2.ps) AND ih2.hour < l2.pe
-            GROUP BY l2.line_item_key
-        ) AS t ON t.line_item_key = l.line_item_key
-        WHERE ih.hour >= toStartOfHour(l.ps) AND ih.hour < l.pe AND ih.hour >= d0 AND ih.hour < d1 AND t.total > 0
-    ),
+    -- the bill lines of each instance-hour (line_hours.sql, derived just before): their sum, and
+    -- the instance's GPU-seconds in the hour they are split by
     billed AS
     (
-        SELECT instance_key, hour, sum(cost) AS usd, count() AS line_count FROM line_hours GROUP BY instance_key, hour
+        SELECT instance_key, hour, sum(cost) AS usd, count() AS line_count, any(weight) AS weight
+        FROM billing_line_hour WHERE hour >= d0 AND hour < d1
+        GROUP BY instance_key, hour
     ),
     instance_tags AS
     (
@@ -86,7 +53,7 @@ WITH
     )
 SELECT
     hour, host, gpu_uuid, mig_instance, environment, region, pool, instance_id, instance_type, model,
-    attribution.1 AS team, attribution.2 AS attributed_by, user, job_id, held,
+    attribution.1 AS team, attribution.2 AS attributed_by, user, job_id, k8s_namespace, held,
     gpu_hours, utilized_gpu_hours, energy_kwh,
     cloud_gpu_usd, onprem_capital_usd, onprem_operations_usd, onprem_energy_usd,
     cloud_gpu_usd + onprem_capital_usd + onprem_operations_usd + onprem_energy_usd AS cost_usd,
@@ -110,7 +77,7 @@ FROM
         r.environment NOT IN ('onprem', '') AS cloud,
         b.line_count > 0 AS billed_hour,                      -- (joins give 0 / '' where nothing matches)
         multiIf(NOT cloud, 0.,
-                billed_hour, b.usd * r.covered_s * if(r.mig_instance = '', 1, r.slices / 7) / greatest(ih.weight, 1e-9),
+                billed_hour, b.usd * r.covered_s * if(r.mig_instance = '', 1, r.slices / 7) / greatest(b.weight, 1e-9),
                 if(lp.gpus > 0, lp.usd_per_hour / lp.gpus, 0.) * gpu_hours) AS cloud_gpu_usd,
         toUInt8(cloud AND NOT billed_hour) AS estimated,
         if(cloud OR p.depreciation_months = 0, 0., p.capital_usd_per_gpu / (p.depreciation_months * 730) * gpu_hours) AS onprem_capital_usd,
@@ -122,7 +89,6 @@ FROM
     LEFT JOIN per_gpu AS g ON g.host = r.host AND g.gpu_uuid = r.gpu_uuid AND g.hour = r.hour
     LEFT JOIN per_entity AS e ON e.host = r.host AND e.gpu_uuid = r.gpu_uuid AND e.mig_instance = r.mig_instance AND e.hour = r.hour
     LEFT JOIN billed AS b ON b.instance_key = r.instance_key AND b.hour = r.hour
-    LEFT JOIN instance_hours AS ih ON ih.instance_key = r.instance_key AND ih.hour = r.hour
     LEFT JOIN config_list_prices AS lp ON lp.instance_type = r.instance_type
     LEFT JOIN config_pools AS p ON p.pool = r.pool
     LEFT JOIN instance_tags AS t ON t.resource_key = r.instance_key

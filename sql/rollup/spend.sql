@@ -1,6 +1,6 @@
 -- team_spend_day for one UTC day {day:Date}: the day's GPU-hour costs by kind, plus the cloud
 -- lines that were not spread over GPU-hours (storage, egress, support, instances with no
--- telemetry, non-USD lines), attributed by the same rules (__TEAM_RULES__).
+-- telemetry, non-USD lines), attributed by the same rules (bill_line_team.sql).
 WITH
     toDateTime({day:Date}, 'UTC') AS d0,
     d0 + INTERVAL 1 DAY AS d1
@@ -25,17 +25,9 @@ FROM
            0. AS estimated_cost, 0. AS gpu_hours, 0. AS utilized_gpu_hours
     FROM
     (
-        SELECT
-            toFloat64(EffectiveCost) AS cost, BillingCurrency AS currency,
-            multiIf(lower(ProviderName) LIKE '%amazon%' OR lower(ProviderName) LIKE 'aws%', 'aws',
-                    lower(ProviderName) LIKE '%microsoft%' OR lower(ProviderName) LIKE '%azure%', 'azure',
-                    lower(ProviderName) LIKE '%google%' OR lower(ProviderName) LIKE 'gcp%', 'gcp',
-                    lower(ProviderName)) AS environment,
-            Tags AS tags, SubAccountId AS account, RegionId AS region, ResourceId AS instance_id,
-            '' AS team, '' AS user, '' AS job_id, '' AS k8s_namespace, '' AS k8s_pod, '' AS slurm_account,
-            '' AS host, '' AS pool, '' AS cluster, '' AS instance_type,
-            __TEAM_RULES__ AS attribution
-        FROM billing_line_items AS l
+        SELECT toFloat64(EffectiveCost) AS cost, BillingCurrency AS currency, environment, attribution,
+               ChargePeriodStart, line_item_key
+        FROM (__BILL_LINES__) AS l
         WHERE ChargePeriodStart >= d0 AND ChargePeriodStart < d1
           AND (BillingCurrency NOT IN ('USD', '') OR line_item_key NOT IN
           (
@@ -46,7 +38,7 @@ FROM
               (
                   SELECT DISTINCT hour, instance_key
                   FROM gpu_hour
-                  WHERE instance_key != '' AND hour >= d0 - INTERVAL 31 DAY AND hour < d1 + INTERVAL 31 DAY
+                  WHERE instance_key != '' AND covered_s > 0 AND hour >= d0 - INTERVAL 31 DAY AND hour < d1 + INTERVAL 31 DAY
               ) AS h ON h.instance_key = l2.resource_key
               WHERE l2.ChargePeriodStart >= d0 AND l2.ChargePeriodStart < d1
                 AND h.hour >= toStartOfHour(l2.ChargePeriodStart) AND h.hour < l2.ChargePeriodEnd
