@@ -22,6 +22,8 @@ from bench.common import bench_store, report, row
 
 TEAMS = 12
 GOAL_MS = 300.0
+# The GPU page (/gpu?gpu_uuid=GPU-0&mig_instance=1) is timed on one MIG slice of pool 0.
+GPU = {"host": "node-0", "gpu_uuid": "GPU-0", "mig_instance": "1"}
 
 GENERATE = [
     # gpu_hour: 16 pools of 64 GPU entities; pool 0 is MIG (4 instances per GPU)
@@ -121,6 +123,9 @@ def page_queries(store, f, st) -> dict:
         "compliance": [lambda: q.findings(store, f), lambda: q.runtime_matrix(store, f)],
         "alerts": [lambda: q.alerts(store, f), lambda: q.alert_history(store, f),
                    lambda: q.silences(store, datetime.now(timezone.utc))],
+        "gpu": [lambda: q.gpu_info(store, f, GPU["gpu_uuid"], GPU["mig_instance"]), lambda: q.gpu_series(store, f, GPU),
+                lambda: q.gpu_cost(store, f, GPU), lambda: q.gpu_idle_windows(store, f, GPU),
+                lambda: q.gpu_clocks(store, f, GPU)],
     }
 
 
@@ -150,15 +155,17 @@ def run(quick: bool = False) -> list[dict]:
     f = parse({"range": "90d"}, datetime.now(timezone.utc).date())
     bare = page_queries(store.read_only(), f, st)          # a plain handle: no pool, no cache
     out = []
-    for page in ids.PAGES:
+    for page in (*ids.PAGES, "gpu"):
         path = "/" if page == "overview" else f"/{page}"
+        search = f.search() + (f"&gpu_uuid={GPU['gpu_uuid']}&mig_instance={GPU['mig_instance']}" if page == "gpu" else "")
+        inputs = {ids.GPU_ENTITY: GPU, ids.GPU_SEARCH: ""} if page == "gpu" else {}
         deps = probe.page_callbacks(client, page)
         served, reference = [], []
         for i in range(repeat + 1):                          # the first round warms caches and is not counted
             st.store.cache.invalidate()                      # each round as after a derivation: no cached result
             t0 = time.perf_counter()
-            router = probe.call_router(client, path, f.search())
-            calls = [probe.call(client, page, dep, f.to_data()) for dep in deps]
+            router = probe.call_router(client, path, search)
+            calls = [probe.call(client, page, dep, f.to_data(), inputs) for dep in deps]
             total = time.perf_counter() - t0
             assert router.status == 200 and all(c.status == 200 for c in calls), (page, [c.status for c in calls])
             t1 = time.perf_counter()

@@ -14,9 +14,9 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 import dash
-from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard import focus, ids, state
+from dashboard import ids, state
 from dashboard.auth import Authenticator, current_user, protect
 from dashboard.config import DashboardConfig
 from dashboard.reader import reader_for
@@ -35,7 +35,8 @@ def mount(platform, config, store, *, auth: bool = True, clock=state.utc_now) ->
         store=reader_for(store), writer=store, cfg=cfg,
         baseline_quantile=getattr(analytics, "baseline_quantile", 0.1),
         saturated_pct=getattr(analytics, "saturated_pct", 85.0),
-        queue_burst_wait_hours=getattr(analytics, "queue_burst_wait_hours", 1.0), clock=clock)
+        queue_burst_wait_hours=getattr(analytics, "queue_burst_wait_hours", 1.0), clock=clock,
+        throughput=getattr(analytics, "throughput", None))
     before = set(server.view_functions)
     app = build_app(server)
     if auth and cfg.auth:
@@ -56,12 +57,27 @@ def build_app(server) -> Dash:
     return app
 
 
+REFRESH = {"1m": 60_000, "5m": 300_000}          # ?refresh=1m|5m: re-read the page's data that often
+REFRESH_CHOICE = "gl-refresh"                     # the header's auto-refresh dropdown
+REFRESH_TIMER = "gl-refresh-timer"                # its dcc.Interval
+OWN_PARAMS = ("range", "from", "to", "env", "team", "refresh")   # what filters_to_url writes; others are kept
+
+
 def shell():
     return html.Div(className="shell", children=[
         dcc.Location(id=ids.URL, refresh="callback-nav"),
+        dcc.Interval(id=REFRESH_TIMER, interval=REFRESH["1m"], disabled=True, n_intervals=0),
         html.Header(className="top", children=[
             dcc.Link("gpuledger", href="/", className="brand"),
             html.Nav(id=ids.NAV, className="nav"),
+            html.Span("Times in UTC", className="timezone", id="gl-timezone",
+                      title="Every time and day on these pages is UTC"),
+            html.Div(className="refresh", children=[
+                html.Label("Auto-refresh", htmlFor=REFRESH_CHOICE),
+                dcc.Dropdown(id=REFRESH_CHOICE, value="off", clearable=False, searchable=False,
+                             options=[{"label": "off", "value": "off"}, {"label": "every minute", "value": "1m"},
+                                      {"label": "every 5 minutes", "value": "5m"}]),
+            ]),
             html.Span(id=ids.SIGNED_IN, className="signed-in"),
         ]),
         html.Main(dash.page_container),
@@ -72,33 +88,74 @@ def _register_shell_callbacks(app: Dash) -> None:
     @app.callback(Output(ids.NAV, "children"), Output(ids.SIGNED_IN, "children"),
                   Input(ids.URL, "pathname"), Input(ids.URL, "search"))
     def nav(pathname, search):
-        f = state.filters_from_url(_query(search))
-        links = [dcc.Link(page["name"], href=page["relative_path"] + f.search(), id=f"nav-{page['module'].split('.')[-1]}",
+        query = _query(search)
+        f = state.filters_from_url(query)
+        every = refresh_of(query)
+        keep = "?" + urlencode({**f.query(), **({"refresh": every} if every != "off" else {})}, doseq=True)
+        links = [dcc.Link(page["name"], href=page["relative_path"] + keep, id=f"nav-{page['module'].split('.')[-1]}",
                           className="active" if page["path"] == (pathname or "/") else "")
                  for page in sorted(dash.page_registry.values(), key=lambda p: p.get("order", 99))]
         user = current_user()
         return links, (f"signed in as {user}" if user else "")
 
+    @app.callback(Output(REFRESH_TIMER, "disabled"), Output(REFRESH_TIMER, "interval"), Output(REFRESH_CHOICE, "value"),
+                  Input(ids.URL, "search"), State(REFRESH_CHOICE, "value"))
+    def refresh_from_url(search, shown):
+        """The URL's refresh=1m|5m starts the timer (anything else: off)."""
+        every = refresh_of(_query(search))
+        return every == "off", REFRESH.get(every, REFRESH["1m"]), every if every != shown else no_update
+
+    for name in ids.PAGES:
+        _register_refresh(app, name)
+
     @app.callback(Output(ids.URL, "search"),
                   Input(ids.filter_control("range", ALL), "value"),
+                  Input(ids.filter_control("dates", ALL), "start_date"),
+                  Input(ids.filter_control("dates", ALL), "end_date"),
                   Input(ids.filter_control("env", ALL), "value"),
                   Input(ids.filter_control("team", ALL), "value"),
+                  Input(REFRESH_CHOICE, "value"),
                   State(ids.URL, "search"), prevent_initial_call=True)
-    def filters_to_url(ranges, envs, teams, search):
-        """The filter bar writes the URL; the page then re-renders from it (so links reproduce views).
-        A page's own parameters (the Idle & waste page's focus) stay in it."""
-        if not ranges:
-            return no_update
-        query = _query(search)
-        if ranges[0] != "custom":
-            query = {k: v for k, v in query.items() if k not in ("from", "to")}
-            query["range"] = ranges[0]
-        query["env"], query["team"] = list(envs[0] or []), list(teams[0] or [])
+    def filters_to_url(ranges, starts, ends, envs, teams, refresh, search):
+        """The filter bar and the refresh choice write the URL; the page then re-renders from it (so
+        links reproduce views). Every other parameter (a page's own: the Idle page's focus, the
+        Utilization rows, ...) stays in it."""
+        old = _query(search)
+        query = dict(old)
+        trigger = ctx.triggered_id
+        if ranges:
+            if isinstance(trigger, dict) and trigger.get("name") == "dates":
+                if not (isinstance(starts[0], str) and isinstance(ends[0], str)):
+                    return no_update                   # half a range picked: wait for the other day
+                query = {k: v for k, v in query.items() if k != "range"}
+                query["from"], query["to"] = starts[0][:10], ends[0][:10]
+            elif ranges[0] != "custom":
+                query = {k: v for k, v in query.items() if k not in ("from", "to")}
+                query["range"] = ranges[0]
+            query["env"], query["team"] = list(envs[0] or []), list(teams[0] or [])
+        every = refresh if refresh in REFRESH else "off"
         new = state.filters_from_url(query)
-        if new == state.filters_from_url(_query(search)):
+        if new == state.filters_from_url(old) and every == refresh_of(old):
             return no_update
-        own = {k: v for k, v in query.items() if k in focus.PARAMS}
-        return "?" + urlencode({**new.query(), **own}, doseq=True)
+        own = {k: v for k, v in old.items() if k not in OWN_PARAMS}
+        return "?" + urlencode({**new.query(), **own, **({"refresh": every} if every != "off" else {})}, doseq=True)
+
+
+def _register_refresh(app: Dash, name: str) -> None:
+    """The timer re-reads page ``name``'s data: it rewrites the page's filters store (re-read from the
+    URL at the clock's time, so "Last 24 hours" moves on), which every card of the page listens to.
+    Fires only while that page is shown (its store is in the layout)."""
+    @app.callback(Output(ids.filters(name), "data"), Input(REFRESH_TIMER, "n_intervals"),
+                  State(ids.URL, "search"), State(ids.URL, "pathname"), prevent_initial_call=True)
+    def refresh(n, search, pathname):
+        return {**state.filters_from_url(_query(search)).to_data(), "refreshed": n}
+
+
+def refresh_of(query: dict) -> str:
+    """The URL's refresh choice: "1m", "5m" or "off"."""
+    value = query.get("refresh")
+    value = value[0] if isinstance(value, list) and value else value
+    return value if value in REFRESH else "off"
 
 
 def _query(search: str | None) -> dict:

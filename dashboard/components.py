@@ -11,7 +11,7 @@ from dash import ALL, Input, Output, State, callback, ctx, dcc, html, no_update
 
 from dashboard import ids, queries, state
 from dashboard.figures import short
-from dashboard.filters import PRESET_LABELS, Filters
+from dashboard.filters import EARLIEST, LATEST, PRESET_LABELS, Filters
 
 GRAPH_CONFIG = {"displaylogo": False, "responsive": True}
 
@@ -29,12 +29,15 @@ def page(name: str, title: str, f: Filters, body: list, lead: str = "", notes: t
         html.Div(className="page-head", children=[html.H1(title), html.P(lead, className="lead") if lead else None]),
         filter_bar(name, f, options["env"][0], options["team"][0]),
         html.Div(id=ids.notes(name), className="notes",
-                 children=[html.P(n, className="note") for n in (*f.notes, *notes, *bounded)]),
+                 children=[html.P(n, className="note") for n in (*f.notes, *notes, *bounded,
+                                                                 queries.whole_days_note(f, name)) if n]),
         html.Div(className="page-body", children=body),
     ])
 
 
 def filter_bar(page_name: str, f: Filters, envs: list[str], teams: list[str]) -> html.Div:
+    """Time range (a preset, or "custom": the from/to days of the picker beside it), environments,
+    teams, and the exact window in UTC. dashboard/app.py filters_to_url writes their values to the URL."""
     ranges = [{"label": label, "value": key} for key, label in PRESET_LABELS.items()]
     if not f.preset:
         ranges.append({"label": f"{f.start} to {f.end - timedelta(days=1)}", "value": "custom"})
@@ -43,12 +46,20 @@ def filter_bar(page_name: str, f: Filters, envs: list[str], teams: list[str]) ->
     return html.Div(className="filter-bar", children=[
         _labelled("Time range", dcc.Dropdown(id=ids.filter_control("range", page_name), options=ranges,
                                              value=f.preset or "custom", clearable=False, searchable=False)),
+        _labelled("From – to (UTC days)", dcc.DatePickerRange(
+            id=ids.filter_control("dates", page_name), start_date=f.start.isoformat(),
+            end_date=(f.end - timedelta(days=1)).isoformat(), min_date_allowed=EARLIEST.isoformat(),
+            max_date_allowed=LATEST.isoformat(), minimum_nights=0, display_format="YYYY-MM-DD",
+            first_day_of_week=1, clearable=False, className="dates")),
         _labelled("Environment", dcc.Dropdown(id=ids.filter_control("env", page_name), multi=True,
                                               options=[{"label": short(e), "value": e} for e in env_options],
                                               value=list(f.envs), placeholder="All environments")),
         _labelled("Team", dcc.Dropdown(id=ids.filter_control("team", page_name), multi=True,
                                        options=[{"label": short(t), "value": t} for t in team_options],
                                        value=list(f.teams), placeholder="All teams")),
+        html.Div(f"{f.describe_window()}" + ("" if f.describe_window().endswith("UTC") else " (UTC)"),
+                 id=ids.filter_control("window", page_name), className="filter window",
+                 title="The window every card shows; all times are UTC"),
     ])
 
 
@@ -129,23 +140,42 @@ def _cell_class(value) -> str | None:
 
 
 def money(value) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """US dollars as a tile or note shows them: "$48,276", "$12.50", "–" when missing."""
+    if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and math.isnan(value)):
         return "–"
     return f"${value:,.0f}" if abs(value) >= 100 else f"${value:,.2f}"
 
 
+def other_money(other: pd.DataFrame) -> str:
+    """Amounts in currencies other than USD (queries.other_currencies: currency, amount), each in its
+    own currency: "EUR 1,234.00 + GBP 12.00"; "" when there are none. Never converted."""
+    if other is None or other.empty:
+        return ""
+    return " + ".join(f"{short(str(r['currency']), 8)} {r['amount']:,.2f}" for r in other.to_dict("records")
+                      if r["amount"] == r["amount"])
+
+
+def money_with(value, other: pd.DataFrame | None = None) -> str:
+    """A USD total with the other currencies' amounts beside it: "$48,276 + EUR 1,234.00"."""
+    extra = other_money(other)
+    return money(value) + (f" + {extra}" if extra else "")
+
+
 def currency_note(other: pd.DataFrame) -> html.P | None:
-    """What spend in other currencies the USD figures leave out, or None if there is none."""
+    """The spend in other currencies, shown beside the USD figures (never converted, never dropped),
+    or None if there is none."""
     if other.empty:
         return None
     parts = ", ".join(f"{short(str(r['currency']), 8)} {r['amount']:,.2f} ({r['rows']:,} row{'s' * (r['rows'] != 1)})"
                       for r in other.to_dict("records"))
-    return html.P(f"Not included in the USD totals (no exchange rates are applied): spend in other currencies, "
-                  f"{parts}.", className="note currency")
+    return html.P(f"Also spent in other currencies (shown in their own currency beside the USD totals; no "
+                  f"exchange rates are applied, so the USD figures and charts do not include it): {parts}.",
+                  className="note currency")
 
 
-def tile(title: str, value: str, detail: str, href: str, tile_id: str, tone: str = "") -> dcc.Link:
-    return dcc.Link(href=href, id=tile_id, className=f"tile {tone}".strip(), children=[
+def tile(title: str, value: str, detail: str, href: str, tile_id: str, tone: str = "", hint: str = "") -> dcc.Link:
+    """A tile: its title, one value, a line of detail; ``hint`` (what the value counts) as its tooltip."""
+    return dcc.Link(href=href, id=tile_id, className=f"tile {tone}".strip(), title=hint or None, children=[
         html.Div(title, className="tile-title"), html.Div(value, className="tile-value"),
         html.Div(detail, className="tile-detail")])
 

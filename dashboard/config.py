@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from base.settings import Secret
+from dashboard.filters import PRESETS as RANGES  # 1d, 7d, 30d, 90d, mtd, month, last-month
 
 HASH_METHODS = ("scrypt:", "pbkdf2:")
-RANGES = ("1d", "7d", "30d", "90d")
 
 
 @dataclass
@@ -50,7 +50,7 @@ class DashboardConfig:
     trusted_header: str = ""                   # e.g. "X-Forwarded-User", set by an authenticating proxy
     trusted_proxies: list[str] = field(default_factory=lambda: ["127.0.0.1", "::1"])
     realm: str = "gpuledger"
-    default_range: str = "30d"                 # time range when a link names none: 1d, 7d, 30d or 90d
+    default_range: str = "30d"                 # time range when a link names none: 1d, 7d, 30d, 90d, mtd, month, last-month
 
     def validate(self):
         if self.default_range not in RANGES:

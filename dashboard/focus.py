@@ -17,7 +17,10 @@ from datetime import datetime, timezone
 
 from dashboard.filters import EARLIEST, LATEST, MAX_VALUE, shown
 
-PARAMS = ("gpu", "mig", "window")          # the URL parameters, kept by the filter bar on the page
+FOCUS_PARAMS = ("gpu", "mig", "window")    # the focus's URL parameters
+# every page-own URL parameter the filter bar keeps when it rewrites the URL: the focus, and the
+# pages' toggles (dashboard/drill.py: ``by`` the aggregate-by grouping, ``rows`` the heatmap's rows)
+PARAMS = (*FOCUS_PARAMS, "by", "rows")
 
 
 @dataclass(frozen=True)
@@ -54,14 +57,14 @@ class Focus:
         """The focus a callback was sent; anything malformed is no focus (it came from parse)."""
         if not isinstance(data, dict):
             return cls()
-        focus = parse({k: data.get(k) for k in PARAMS if isinstance(data.get(k), str)})
+        focus = parse({k: data.get(k) for k in FOCUS_PARAMS if isinstance(data.get(k), str)})
         return cls() if focus.notes else focus
 
 
 def parse(args: Mapping) -> Focus:
     """The focus from URL query arguments (each a string or a list of strings)."""
     notes: list[str] = []
-    gpu, mig, when = (_one(args.get(name), name, notes) for name in PARAMS)
+    gpu, mig, when = (_one(args.get(name), name, notes) for name in FOCUS_PARAMS)
     window = None
     if when:
         window = parse_window(when)

@@ -55,3 +55,34 @@ SILENCE_CREATE = "alerts-silence-create"
 SILENCE_EXPIRE_ID = "alerts-silence-expire-id"
 SILENCE_EXPIRE = "alerts-silence-expire"
 SILENCE_MESSAGE = "alerts-silence-message"
+
+# Aggregate-by and drill-down (dashboard/drill.py)
+
+
+def aggregate_by(page: str) -> str:
+    """The "aggregate by" selector of a page's grouped card (written to the URL as ``by=``)."""
+    return f"{page}-by"
+
+
+def drill(page: str, name: str) -> dict:
+    """A chart a click on opens the next level (its clickData's customdata says which)."""
+    return {"type": "gl-drill", "page": page, "name": name}
+
+
+def view(page: str) -> str:
+    """dcc.Store of the page's own toggles as its URL gave them (``by``, ``rows``), for its callbacks."""
+    return f"{page}-view"
+
+
+# Alerts: the silence preview (which firing alerts the matchers being typed would match) and a
+# store the silence callback bumps when a silence is created or expired (the alert tables re-read)
+SILENCE_PREVIEW = "alerts-silence-preview"
+SILENCE_PREVIEW_LIST = "alerts-silence-preview-list"
+SILENCES_CHANGED = "alerts-silences-changed"
+
+# The GPU page (/gpu?gpu_uuid=…&mig_instance=…)
+GPU_PARAMS = ("gpu_uuid", "mig_instance")   # its own URL parameters, kept by the filter bar
+GPU_ENTITY = "gpu-entity-data"         # dcc.Store: the GPU entity shown (host, gpu_uuid, mig_instance)
+GPU_MESSAGE = "gpu-message"            # why there is nothing to show (an unknown GPU)
+GPU_SEARCH = "gpu-search"              # without a GPU: the search box over the GPU list
+GPU_PROFILE = "gpu-profile"            # in the title: the MIG profile, once the callback has read it

@@ -3,8 +3,9 @@
 Each runs one named query from ``sql/queries/`` with the filters as bound parameters (never as
 SQL text), so the same numbers come out of ``clickhouse-client`` with the same parameters. They
 read views and rollups only: what needs no hourly resolution reads the daily rollup
-``gpu_cost_day`` (ranges are whole UTC days, see dashboard/filters.py, so a day filter selects
-exactly the hours an hour filter would), hourly demand reads ``team_demand_hour``.
+``gpu_cost_day`` when the window is whole UTC days (a day filter then selects exactly the hours an
+hour filter would) and the hourly one otherwise (query_sql), hourly demand reads
+``team_demand_hour``.
 Importable and testable without Dash.
 
 Given the dashboard's reader (dashboard/reader.py) instead of a plain store, results are cached
@@ -13,14 +14,16 @@ evaluates) is kept RECENT_S seconds; silences, which the Alerts page writes, are
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pandas as pd
 
 from base.sqlfiles import sql as sql_text
+from base.sqlfiles import text
 from dashboard.filters import MAX_VALUE, Filters
 from dashboard.focus import NO_FOCUS, Focus
 from dashboard.reader import RECENT_S, cached
+from dashboard.throughput import factors, one_outcome, rightsize
 
 # What "no data yet" means for each source: the table that is empty before anything is derived.
 SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu_cost_day": "daily GPU costs",
@@ -33,13 +36,53 @@ SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu
 RECENT = frozenset({"alerts", "alert_history", "alert_counts", "queue_pressure"})
 
 
+# Time resolution, decided here only. A page's query reads the window's GPU-hour costs and waste
+# through the placeholders __GPU_COST__ and __GPU_WASTE__: a window of whole UTC days reads the
+# daily rollups, any other (Last 24 hours: Filters.whole_days is false) the hourly ones over
+# exactly [start, end) (sql/queries/window/). Queries with daily data only (bills are daily; the
+# runtime versions are kept per day) count the whole UTC days the window touches, start_day..end_day,
+# and the page says so (whole_days_note).
+WINDOW_ROWS = ("gpu_cost", "gpu_waste")
+DAILY_ONLY = frozenset({"spend_by_team", "spend_trend", "unallocated", "other_currencies", "coverage",
+                        "runtime_matrix", "gpu_focus", "placement"})
+# What each page shows from daily-only data, for its note.
+DAILY_ONLY_CARDS = {"overview": "The allocation-coverage tile", "spend": "Spend (bills are daily)",
+                    "placement": "The on-prem pools' cost in the recommendations",
+                    "compliance": "The driver and CUDA matrix", "idle": "The focused GPU's GPU-hours and cost"}
+
+
+def whole_days(params: dict) -> bool:
+    """Whether the window of a query's parameters (Filters.params) is whole UTC days."""
+    return all(not isinstance(t, datetime) or t.time() == datetime.min.time()
+               for t in (params.get("start"), params.get("end")))
+
+
+def query_sql(name: str, daily: bool = True) -> str:
+    """``sql/queries/<name>.sql`` with its window placeholders filled: the daily rollups, or the
+    hourly ones when ``daily`` is false."""
+    fills = {rows: sql_text(f"queries/window/{rows}_{'day' if daily else 'hour'}") for rows in WINDOW_ROWS
+             if f"__{rows.upper()}__" in text(f"queries/{name}")}
+    return sql_text(f"queries/{name}", **fills)
+
+
+def whole_days_note(f: Filters, page_name: str) -> str:
+    """For a window that is not whole UTC days, what on the page counts whole days instead; else ''."""
+    what = DAILY_ONLY_CARDS.get(page_name)
+    if f.whole_days or not what:
+        return ""
+    last = f.end - timedelta(days=1)
+    return (f"{what} counts whole UTC days, {f.start} to {last}; the other cards cover exactly "
+            f"{f.describe_window()}.")
+
+
 def run(store, name: str, f: Filters, **extra) -> pd.DataFrame:
     return named(store, name, {**f.params(), **extra})
 
 
 def named(store, name: str, params: dict) -> pd.DataFrame:
-    """The rows of ``sql/queries/<name>.sql`` with ``params`` (cached when ``store`` is a reader)."""
-    return cached(store, name, params, lambda: store.query_df(sql_text(f"queries/{name}"), params),
+    """The rows of ``sql/queries/<name>.sql`` with ``params`` (cached when ``store`` is a reader),
+    at the resolution of the window ``params`` name."""
+    return cached(store, name, params, lambda: store.query_df(query_sql(name, whole_days(params)), params),
                   RECENT_S if name in RECENT else None)
 
 
@@ -123,7 +166,7 @@ def waste_month(store, f: Filters) -> pd.DataFrame:
 
 
 def waste_by_team(store, f: Filters, focus: Focus = NO_FOCUS) -> pd.DataFrame:
-    return run(store, "waste_by_team", f, **focus.params())
+    return waste_by(store, f, "team", focus).rename(columns={"key": "team"})
 
 
 def waste_by_gpu(store, f: Filters, limit: int = 500, focus: Focus = NO_FOCUS) -> pd.DataFrame:
@@ -132,6 +175,37 @@ def waste_by_gpu(store, f: Filters, limit: int = 500, focus: Focus = NO_FOCUS) -
 
 def spend_by_team(store, f: Filters) -> pd.DataFrame:
     return run(store, "spend_by_team", f)
+
+
+# "Aggregate by" (dashboard/drill.py): the groupings a page offers. The choice reaches SQL only as
+# the bound parameter {by:String}, which picks one of the query's fixed column expressions; teams
+# read the team queries (spend per team includes the non-GPU cloud spend attributed to teams).
+BY_KEYS = ("team", "namespace", "user", "job", "pool", "environment", "model")
+
+
+def _by(by: str) -> str:
+    if by not in BY_KEYS:
+        raise ValueError(f"unknown grouping {by!r}; one of {', '.join(BY_KEYS)}")
+    return by
+
+
+def spend_by(store, f: Filters, by: str = "team") -> pd.DataFrame:
+    """Spend per ``by`` (column ``key``), environment and cost kind: all spend per team, GPU cost otherwise."""
+    if _by(by) == "team":
+        return spend_by_team(store, f).rename(columns={"team": "key"})
+    return run(store, "spend_by_owner", f, by=by)
+
+
+def waste_by(store, f: Filters, by: str = "team", focus: Focus = NO_FOCUS) -> pd.DataFrame:
+    """Waste, efficiency and no-data cost per ``by`` (column ``key``), biggest waste first."""
+    return run(store, "waste_by_owner", f, by=_by(by), **focus.params())
+
+
+def util_distribution_by(store, f: Filters, by: str = "team") -> pd.DataFrame:
+    """util_distribution's columns per ``by`` (column ``key``) and environment."""
+    if _by(by) == "team":
+        return util_distribution(store, f).rename(columns={"team": "key"})
+    return run(store, "util_distribution_by_owner", f, by=by)
 
 
 def other_currencies(store, f: Filters) -> pd.DataFrame:
@@ -162,6 +236,22 @@ def placement_rates(store, f: Filters) -> pd.DataFrame:
     return run(store, "placement_rates", f)
 
 
+def placement_models(store, f: Filters, throughput: dict[str, float] | None = None) -> pd.DataFrame:
+    """Cost per utilized and per A100-equivalent utilized GPU-hour per environment and model
+    (sql/queries/placement_models.sql); ``throughput`` is [analytics.throughput] (over the defaults)."""
+    tp = factors(throughput)
+    return run(store, "placement_models", f, tp_models=list(tp), tp_factors=[float(v) for v in tp.values()])
+
+
+def placement_rightsize(store, f: Filters, throughput: dict[str, float] | None = None, n_hours: int | None = None,
+                        models: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Right-sizing candidates (sql/queries/placement_rightsize.sql, chosen by dashboard/throughput.py)."""
+    n_hours = hours(store, f) if n_hours is None else n_hours
+    models = placement_models(store, f, throughput) if models is None else models
+    usage = run(store, "placement_rightsize", f, hours=int(n_hours))
+    return rightsize(usage, models, factors(throughput), n_hours)
+
+
 def _cheapest_cloud(rates: pd.DataFrame) -> tuple[dict[str, float], str, float]:
     """(USD per utilized GPU-hour per environment, the cloud cheapest by it, that cloud's USD per GPU-hour)."""
     per_env = {} if rates.empty else {str(e): float(r) for e, r in
@@ -181,30 +271,46 @@ def queue_pressure(store, f: Filters, rates: pd.DataFrame | None = None) -> pd.D
 
 def placement(store, f: Filters, baseline_q: float, saturated_pct: float, queue_wait_h: float = 1.0,
               rates: pd.DataFrame | None = None, n_hours: int | None = None,
-              queued: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Recommendation rows (sql/queries/placement.sql), biggest savings first. ``rates``, ``n_hours``
-    and ``queued`` are placement_rates(), hours() and queue_pressure() of the same filters when the
-    caller has them already; the teams whose p95 wait is ``queue_wait_h`` hours or more get a burst row."""
+              queued: pd.DataFrame | None = None, throughput: dict[str, float] | None = None,
+              sized: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Recommendation rows (sql/queries/placement.sql, plus a "right-size" row per placement_rightsize()
+    row), one kind per team and per pool (throughput.one_outcome), biggest savings first. ``rates``,
+    ``n_hours``, ``queued`` and ``sized`` are placement_rates(), hours(), queue_pressure() and
+    placement_rightsize() of the same filters when the caller has them already; the teams whose p95
+    wait is ``queue_wait_h`` hours or more get a burst row."""
     rates = placement_rates(store, f) if rates is None else rates
     per_env, cheapest, cloud_gpu_hour = _cheapest_cloud(rates)
     n_hours = hours(store, f) if n_hours is None else n_hours
     queued = queue_pressure(store, f, rates) if queued is None else queued
     waited = queued[queued["wait_p95_h"] >= queue_wait_h] if not queued.empty else queued
-    return run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
+    sized = placement_rightsize(store, f, throughput, n_hours) if sized is None else sized
+    recs = run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
                rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=cheapest,
                cloud_usd_per_gpu_hour=cloud_gpu_hour, hours=int(n_hours),
                queue_pools=[str(p) for p in waited.get("pool", [])], queue_teams=[str(t) for t in waited.get("team", [])],
                queue_wait_p95_h=[float(w) for w in waited.get("wait_p95_h", [])],
                queue_gpu_hours=[float(g) for g in waited.get("pending_gpu_hours", [])],
                queue_pending_gpus=[float(g) for g in waited.get("pending_gpus", [])])
+    if sized.empty:
+        return one_outcome(recs)
+    right = pd.DataFrame({
+        "kind": "right-size", "team": sized["team"], "pool": sized["pool"], "from_environment": sized["environment"],
+        "to_environment": sized["environment"], "days": 0, "gpus": sized["gpus"], "gpu_hours": sized["gpu_hours"],
+        "utilized_gpu_hours": sized["utilized_gpu_hours"],
+        "from_usd_per_utilized_gpu_hour": sized["cost_usd"] / sized["utilized_gpu_hours"],
+        "to_usd_per_utilized_gpu_hour": sized["alternative_cost_usd"] / sized["utilized_gpu_hours"],
+        "savings_usd": sized["savings_usd"], "why": sized["why"]}, columns=recs.columns)
+    return one_outcome(pd.concat([recs, right], ignore_index=True))
 
 
 def runtime_matrix(store, f: Filters) -> pd.DataFrame:
     return run(store, "runtime_matrix", f)
 
 
-def alerts(store, f: Filters) -> pd.DataFrame:
-    return run(store, "alerts", f)
+def alerts(store, f: Filters, all_teams: bool = False) -> pd.DataFrame:
+    """Current alerts with unit, the team's contact and where each was delivered (sql/queries/alerts.sql);
+    ``all_teams``: whatever the team and environment filters (what a new silence would match)."""
+    return run(store, "alerts", f, **({"teams": [], "envs": []} if all_teams else {}))
 
 
 def alert_history(store, f: Filters) -> pd.DataFrame:
@@ -242,3 +348,124 @@ def filter_options(store) -> dict[str, tuple[list[str], int]]:
         return {kind: (parts[kind]["value"].tolist(), int(parts[kind]["seen"].max())) if kind in parts else ([], 0)
                 for kind in ("env", "team")}
     return load()
+
+
+# The GPU page (dashboard/pages/gpu.py): one GPU entity, named by host, gpu_uuid and mig_instance
+# ("" for the whole GPU). Its telemetry comes from gpu_minute (the samples, time-weighted per
+# minute) for windows up to GPU_MINUTE_DAYS, else from gpu_hour; clocks, which no rollup keeps,
+# from the raw samples for windows up to GPU_CLOCK_DAYS. Every series has at most GPU_MAX_POINTS
+# buckets, counted from the window's start.
+GPU_MAX_POINTS = 1500
+GPU_MINUTE_DAYS = 2
+GPU_CLOCK_DAYS = 7
+GPU_MAX_RUNS = 2000          # owner runs drawn
+GPU_MAX_WINDOWS = 500        # idle windows drawn
+GPU_TOP = 50                 # GPUs listed without a GPU
+
+
+def gpu_window_s(f: Filters) -> float:
+    p = f.params()
+    return (p["end"] - p["start"]).total_seconds()
+
+
+def gpu_hourly(f: Filters) -> bool:
+    """Whether the GPU page reads gpu_hour (else gpu_minute) for ``f``."""
+    return gpu_window_s(f) > GPU_MINUTE_DAYS * 86400
+
+
+def gpu_bucket_s(f: Filters, unit_s: int) -> int:
+    """Bucket length: whole ``unit_s`` (60 or 3600), so that the window has at most GPU_MAX_POINTS."""
+    return unit_s * max(1, -(-int(gpu_window_s(f)) // (unit_s * GPU_MAX_POINTS)))
+
+
+def gpu_clocks_shown(f: Filters) -> bool:
+    return gpu_window_s(f) <= GPU_CLOCK_DAYS * 86400
+
+
+def gpu_info(store, f: Filters, gpu_uuid: str, mig_instance: str) -> pd.DataFrame:
+    """The GPU as last seen (one row; none: never seen), whether its MIG instance ``mig_instance`` was."""
+    return named(store, "gpu_info", {"gpu_uuid": gpu_uuid, "mig_instance": mig_instance})
+
+
+def _entity(entity: dict) -> dict:
+    return {"host": entity["host"], "gpu_uuid": entity["gpu_uuid"], "mig_instance": entity["mig_instance"]}
+
+
+def _filled(df: pd.DataFrame, f: Filters, bucket_s: int) -> pd.DataFrame:
+    """``df`` (a ``t`` column of bucket starts, numbers) with a row of NaN for every bucket of the
+    window it lacks, so charts draw no-data as gaps, never as zero; every number a float."""
+    p = f.params()
+    every = pd.date_range(p["start"], p["end"], freq=f"{bucket_s}s", inclusive="left")
+    df = df.set_index(pd.to_datetime(df["t"])).drop(columns="t").reindex(every)
+    out = pd.DataFrame({c: df[c].fillna("") if pd.api.types.is_object_dtype(df[c]) or pd.api.types.is_string_dtype(df[c])
+                        else df[c].astype("Float64").to_numpy("float64", na_value=float("nan")) for c in df.columns},
+                       index=every)
+    return out.rename_axis("t").reset_index()
+
+
+def gpu_series_bucket_s(f: Filters) -> int:
+    return gpu_bucket_s(f, 3600 if gpu_hourly(f) else 60)
+
+
+def gpu_series(store, f: Filters, entity: dict) -> pd.DataFrame:
+    """Utilization, memory, power, energy, temperature, XID, ECC, throttle reasons, the owner and the
+    runtime per bucket (sql/queries/gpu_series.sql); one row per bucket of the window."""
+    bucket_s = gpu_series_bucket_s(f)
+    df = run(store, "gpu_series", f, **_entity(entity), hourly=int(gpu_hourly(f)), bucket_s=bucket_s)
+    return df if df.empty else _filled(df.drop(columns="owner"), f, bucket_s)
+
+
+OWNER = ["owner_team", "owner_user", "owner_job", "owner_namespace", "owner_pod", "owner_held"]
+
+
+def gpu_owner_runs(series: pd.DataFrame, bucket_s: int, limit: int = GPU_MAX_RUNS) -> pd.DataFrame:
+    """Runs of the same owner over consecutive buckets with data (team, user, job_id, k8s_namespace,
+    k8s_pod, held, start, end, covered_h), earliest first, at most ``limit``: at most
+    GPU_MAX_POINTS buckets, so pandas does it in a few vectorised steps."""
+    held = series[series["covered_total_s"] > 0] if not series.empty else series
+    if held.empty:
+        return pd.DataFrame(columns=["team", "user", "job_id", "k8s_namespace", "k8s_pod", "held", "start", "end",
+                                     "covered_h"])
+    gap = (held["t"].diff() != pd.Timedelta(seconds=bucket_s)).to_numpy(dtype=bool)
+    changed = (held[OWNER] != held[OWNER].shift()).any(axis=1).to_numpy(dtype=bool)
+    run_id = (gap | changed).cumsum()
+    runs = held.groupby(run_id).agg(**{c: (o, "first") for c, o in zip(
+        ["team", "user", "job_id", "k8s_namespace", "k8s_pod", "held"], OWNER)},
+        start=("t", "min"), end=("t", "max"), covered_s=("covered_total_s", "sum"))
+    runs["end"] += pd.Timedelta(seconds=bucket_s)
+    return runs.assign(covered_h=runs.pop("covered_s") / 3600).reset_index(drop=True).head(limit)
+
+
+def gpu_runtime(series: pd.DataFrame) -> dict[str, str]:
+    """The MIG profile, driver, CUDA and image last seen in the window, and every driver, CUDA and
+    image seen (newest first), from gpu_series' rows; "" where none."""
+    out = {}
+    for key in ("mig_profile", "driver", "cuda", "image"):
+        seen = [v for v in series.get(f"last_{key}", pd.Series(dtype=object)) if v]
+        out[key] = seen[-1] if seen else ""
+        out[f"{key}s"] = ", ".join(dict.fromkeys(reversed(seen)))
+    return out
+
+
+def gpu_clocks(store, f: Filters, entity: dict) -> pd.DataFrame:
+    """SM and memory clocks from the raw samples; empty past GPU_CLOCK_DAYS (gpu_clocks_shown)."""
+    if not gpu_clocks_shown(f):
+        return pd.DataFrame()
+    bucket_s = gpu_bucket_s(f, 60)
+    df = run(store, "gpu_clocks", f, **_entity(entity), bucket_s=bucket_s)
+    return df if df.empty else _filled(df, f, bucket_s)
+
+
+def gpu_cost(store, f: Filters, entity: dict) -> pd.DataFrame:
+    bucket_s = gpu_bucket_s(f, 3600)
+    df = run(store, "gpu_cost", f, **_entity(entity), bucket_s=bucket_s)
+    return df if df.empty else _filled(df, f, bucket_s)
+
+
+def gpu_idle_windows(store, f: Filters, entity: dict, limit: int = GPU_MAX_WINDOWS) -> pd.DataFrame:
+    return run(store, "gpu_idle_windows", f, **_entity(entity), limit=limit)
+
+
+def gpu_top(store, f: Filters, search: str = "", limit: int = GPU_TOP) -> pd.DataFrame:
+    """The costliest GPU entities in the range matching the filters and ``search``, with ``matches``."""
+    return run(store, "gpu_top", f, search=search[:MAX_VALUE], limit=limit)

@@ -27,6 +27,7 @@ class DashboardState:
     baseline_quantile: float = 0.1
     saturated_pct: float = 85.0
     queue_burst_wait_hours: float = 1.0
+    throughput: dict | None = None      # [analytics.throughput]: model factors over throughput.DEFAULT_THROUGHPUT
     clock: Callable[[], datetime] = utc_now
 
 
@@ -36,9 +37,9 @@ def get() -> DashboardState:
 
 def filters_from_url(query: dict) -> Filters:
     st = get()
-    return parse(query, st.clock().date(), st.cfg.default_range)
+    return parse(query, st.clock(), st.cfg.default_range)
 
 
 def filters_from_data(data) -> Filters:
     st = get()
-    return Filters.from_data(data, st.clock().date(), st.cfg.default_range)
+    return Filters.from_data(data, st.clock(), st.cfg.default_range)

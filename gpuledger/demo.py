@@ -32,7 +32,7 @@ def write_simulation(out, *, gpus: int, days: int, interval_s: int, seed: int, e
     out.mkdir(parents=True, exist_ok=True)
     end = end or datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0)
     fleet = sim.build_fleet(gpus=gpus, seed=seed, traces_dir=sim.TRACES_DIR)
-    progress(f"simulating {gpus} GPUs × {days} days at {interval_s} s (seed {seed}) into {out}")
+    progress(f"simulating about {gpus} GPUs × {days} days at {interval_s} s (seed {seed}) into {out}")
     samples = sim.write_samples(fleet, out / "samples", days=days, interval_s=interval_s, end=end)
     billing = sim.write_billing(fleet, out / "billing", days=days, end=end)
     meta = sim.fleet_metadata(fleet)
@@ -189,11 +189,25 @@ def sql_reader(cfg, password_file: Path) -> str:
             "--data-binary 'SELECT team, round(sum(cost_usd)) FROM v_team_spend GROUP BY team'\n")
 
 
+def gpu_counts(store) -> tuple[dict, object, object, list[str]]:
+    """The fleet's GPU counts over every day it has data, from the query the Overview's GPUs tile
+    runs (sql/queries/gpu_counts.sql): ({gpus, gpu_entities, mig_instances, mig_gpus}, first day,
+    last day, environments). The Overview with ``?from=<first>&to=<last>`` shows the same numbers."""
+    first, last, envs = store.rows("SELECT min(day), max(day), groupUniqArray(environment) FROM gpu_cost_day")[0]
+    if not envs:                                       # nothing derived yet
+        return {"gpus": 0, "gpu_entities": 0, "mig_instances": 0, "mig_gpus": 0}, "–", "–", []
+    from dashboard.queries import query_sql
+
+    df = store.query_df(query_sql("gpu_counts"), {"start_day": first, "end_day": last + timedelta(days=1),
+                                                    "envs": [], "teams": []})
+    return {k: int(v) for k, v in df.iloc[0].items()}, first, last, list(envs)
+
+
 def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: float, work: Path, queued: int = 0) -> str:
     def one(query):
         return store.rows(query)[0]
 
-    gpus, envs = one("SELECT uniqExact(host, gpu_uuid, mig_instance), groupUniqArray(environment) FROM gpu_samples")
+    counts, first, last, envs = gpu_counts(store)
     spend, coverage = one(sql("demo/spend_coverage"))
     idle_n, idle_usd = one("SELECT count(), round(sum(cost_usd)) FROM idle_windows")
     waste, idle, unused, efficiency = one(sql("demo/waste"))
@@ -202,7 +216,10 @@ def summary(store, sample_rows: int, bills, report, elapsed: float, peak_mb: flo
     jobs, wait_p95 = one(sql("demo/queue_waits"))
     return "\n".join([
         "",
-        f"gpuledger demo: {gpus} GPU entities in {', '.join(sorted(envs))}",
+        f"gpuledger demo: {counts['gpus']} GPUs ({counts['gpu_entities']} GPU entities incl. "
+        f"{counts['mig_instances']} MIG instances) in {', '.join(sorted(envs))}, {first} to {last}",
+        f"  (the Overview's GPUs tile for from={first}&to={last}; GPU: a physical GPU; GPU entity: a whole GPU "
+        "or a MIG instance)",
         f"  samples loaded        {sample_rows:,} rows; billing lines {getattr(bills, 'rows', 0):,}",
         f"  derived               {len(report.days)} days in {report.seconds:.1f} s",
         f"  spend                 ${spend:,.0f}, {coverage}% attributed to teams",

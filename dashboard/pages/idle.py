@@ -3,6 +3,8 @@ efficiency, the GPUs that make it up, idle windows on a timeline, and the worst 
 
 ``?gpu=…&mig=…&window=…`` (dashboard/focus.py; what the gpu_idle_window alert links to) narrow
 every card to one GPU entity and add a card about it and, with ``window``, about that idle window.
+``?by=…`` groups the waste card by another owner dimension (dashboard/drill.py). Drill-down: a
+team (bar or row) narrows the page to it; a GPU opens the GPU page; an idle window's start, its focus.
 """
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import pandas as pd
 from dash import Input, Output, callback, dcc, html
 
 from dashboard import components as c
-from dashboard import figures, ids, queries, state
+from dashboard import drill, figures, ids, queries, state
 from dashboard.focus import Focus
 from dashboard.focus import parse as parse_focus
 
@@ -19,7 +21,7 @@ PAGE = "idle"
 dash.register_page(__name__, path="/idle", name="Idle & waste", title="Idle & waste · gpuledger", order=2)
 TIMELINE_MAX = 300
 GPUS_SHOWN = 25                 # the CSV download has them all
-WASTE_COLUMNS = {"team": "team", "waste_usd": "waste USD", "efficiency_pct": "efficiency %",
+WASTE_COLUMNS = {"key": "team", "waste_usd": "waste USD", "efficiency_pct": "efficiency %",
                  "idle_allocated_usd": "idle allocated", "idle_unallocated_usd": "idle unallocated",
                  "unused_usd": "unused", "spend_usd": "GPU spend", "no_data_usd": "no data (not waste)"}
 GPU_COLUMNS = {"team": "team", "host": "host", "gpu_uuid": "GPU", "mig_instance": "MIG", "pool": "pool",
@@ -30,12 +32,14 @@ OFFENDER_COLUMNS = {"team": "team", "user": "user", "job_id": "job", "host": "ho
                     "gpu_hours": "hours", "cost_usd": "USD"}
 
 
-def layout(**query):
-    f, focus = state.filters_from_url(query), parse_focus(query)
+def layout(by: str = "team", **query):
+    f, focus, by = state.filters_from_url(query), parse_focus(query), drill.parse_by(by)
     return c.page(PAGE, "Idle & waste", f, [
-        dcc.Store(id=ids.IDLE_FOCUS, data=focus.to_data()),
+        dcc.Store(id=ids.IDLE_FOCUS, data={**focus.to_data(), "by": by}),    # the focus, and the waste card's grouping
         *focus_head(f, focus),
-        c.card(PAGE, "waste", "Waste per team", note="waste = idle (inside idle windows) + unused (the unused share of "
+        drill.selector(PAGE, by),
+        c.card(PAGE, "waste", f"Waste per {drill.BY[by]}", note=("Click a team for its GPUs and idle windows. "
+               if by == "team" else "") + "waste = idle (inside idle windows) + unused (the unused share of "
                "the GPU time outside them), in money; efficiency = 1 - waste / GPU spend. Time without data is shown "
                "apart and is never waste."),
         c.card(PAGE, "waste-gpus", "GPUs behind the waste", note=f"per GPU or MIG slice and team, the {GPUS_SHOWN} costliest "
@@ -68,19 +72,64 @@ def render(data, focus_data):
     f, focus, store = state.filters_from_data(data), Focus.from_data(focus_data), state.get().store
     windows = queries.idle_windows(store, f, limit=TIMELINE_MAX, focus=focus)
     owners = queries.idle_by_owner(store, f, focus)
-    teams = queries.waste_by_team(store, f, focus)
+    by = by_of(focus_data)
+    teams = queries.waste_by(store, f, by, focus)
+    gpus = queries.waste_by_gpu(store, f, limit=GPUS_SHOWN, focus=focus)
 
     def of(source: str) -> str:                       # empty states name the focus
         return f"{queries.SOURCES[source]} of {focus.describe()}" if focus else ""
+    waste = c.chart_table(teams, "gpu_waste_day" if by == "team" else "gpu_waste_hour", f,
+                          lambda d: figures.waste_by_team(d.rename(columns={"key": "team"})),
+                          {**WASTE_COLUMNS, "key": drill.BY[by]}, of("gpu_waste_day"))
+    if by == "team" and not teams.empty:
+        waste = [drill.clickable(waste[0], PAGE, "waste-team", teams["key"]),
+                 drill.link_column(waste[1], WASTE_COLUMNS, "key", [drill.team_href(f, t) for t in teams["key"].head(50)])]
     return (focus_body(store, f, focus, windows) if focus else None,
-            c.chart_table(teams, "gpu_waste_day", f, figures.waste_by_team, WASTE_COLUMNS, of("gpu_waste_day")),
-            c.table(queries.waste_by_gpu(store, f, limit=GPUS_SHOWN, focus=focus), GPU_COLUMNS, "gpu_waste_day", f,
-                    of("gpu_waste_day"), max_rows=GPUS_SHOWN),
-            c.chart(windows, "idle_windows", f, figures.idle_timeline, of("idle_windows")),
-            c.chart(owners, "idle_windows", f, lambda d: figures.idle_cost(d, "team"), of("idle_windows")),
+            waste,
+            gpu_links(c.table(gpus, GPU_COLUMNS, "gpu_waste_day", f, of("gpu_waste_day"), max_rows=GPUS_SHOWN),
+                      gpus, GPU_COLUMNS, f, GPUS_SHOWN),
+            drill.clickable(c.chart(windows, "idle_windows", f, lambda d: figures.idle_timeline(d, f), of("idle_windows")),
+                            PAGE, "timeline"),
+            drill.clickable(c.chart(owners, "idle_windows", f, lambda d: figures.idle_cost(d, "team"), of("idle_windows")),
+                            PAGE, "idle-team", owners.get("team", [])),
             c.chart(owners, "idle_windows", f, lambda d: figures.idle_cost(d, "pool"), of("idle_windows")),
-            c.table(windows.head(20) if not windows.empty else windows, OFFENDER_COLUMNS, "idle_windows", f,
-                    of("idle_windows"), max_rows=20))
+            window_links(c.table(windows.head(20) if not windows.empty else windows, OFFENDER_COLUMNS, "idle_windows", f,
+                                 of("idle_windows"), max_rows=20), windows, f, 20))
+
+
+def by_of(focus_data) -> str:
+    """The waste card's grouping from the page's focus store; anything malformed (not a dict) is "team",
+    like Focus.from_data makes it no focus."""
+    return drill.parse_by(focus_data.get("by") if isinstance(focus_data, dict) else None)
+
+
+def gpu_links(table, df: pd.DataFrame, columns: dict, f, shown: int):
+    """``table`` of ``df`` with each GPU linked to its GPU page."""
+    if df.empty:
+        return table
+    rows = df.head(shown)
+    return drill.link_column(table, columns, "gpu_uuid", [drill.gpu_href(f, g, m) for g, m in
+                                                          zip(rows["gpu_uuid"], rows["mig_instance"])])
+
+
+def window_links(table, windows: pd.DataFrame, f, shown: int):
+    """A table of idle windows: each GPU linked to its GPU page, each start to the window's focus."""
+    if windows.empty:
+        return table
+    rows = windows.head(shown)
+    drill.link_column(table, OFFENDER_COLUMNS, "start", [drill.window_href(f, g, m, t) for g, m, t in
+                                                         zip(rows["gpu_uuid"], rows["mig_instance"], rows["start"])])
+    return gpu_links(table, windows, OFFENDER_COLUMNS, f, shown)
+
+
+def follow(name, point, f):
+    """Where a click on a chart of the page leads (dashboard/drill.py register_clicks)."""
+    if name in ("waste-team", "idle-team"):
+        return drill.team_href(f, drill.point_key(point))
+    data = point.get("customdata")
+    if name == "timeline" and isinstance(data, list) and len(data) >= 6:
+        return drill.gpu_href(f, str(data[4]), str(data[5]))
+    return None
 
 
 def focus_body(store, f, focus: Focus, windows: pd.DataFrame) -> list:
@@ -113,8 +162,9 @@ def focus_body(store, f, focus: Focus, windows: pd.DataFrame) -> list:
     if marked is not None and not listed.empty:
         hit = (listed["mig_instance"] == marked[0]) & (listed["start"] == marked[1])
         listed = listed.assign(row_class=hit.map({True: "marked", False: ""}))
-    out.append(html.Div(id=ids.IDLE_FOCUS_WINDOWS, children=c.table(
-        listed, OFFENDER_COLUMNS, "idle_windows", f, f"idle windows of {focus.describe()}", max_rows=TIMELINE_MAX)))
+    out.append(html.Div(id=ids.IDLE_FOCUS_WINDOWS, children=window_links(c.table(
+        listed, OFFENDER_COLUMNS, "idle_windows", f, f"idle windows of {focus.describe()}", max_rows=TIMELINE_MAX),
+        listed, f, TIMELINE_MAX)))
     return out
 
 
@@ -156,7 +206,13 @@ def _csv(query, **args):
     return lambda store, f, focus_data: query(store, f, focus=Focus.from_data(focus_data), **args)
 
 
-c.register_csv(PAGE, {"waste": _csv(queries.waste_by_team), "waste-gpus": _csv(queries.waste_by_gpu, limit=100_000),
+def _waste_csv(store, f, focus_data):
+    return queries.waste_by(store, f, by_of(focus_data), Focus.from_data(focus_data))
+
+
+drill.register_view_url(PAGE, {"by": (ids.aggregate_by(PAGE), "team")})
+drill.register_clicks(PAGE, follow)
+c.register_csv(PAGE, {"waste": _waste_csv, "waste-gpus": _csv(queries.waste_by_gpu, limit=100_000),
                       "timeline": _csv(queries.idle_windows, limit=100_000),
                       "by-team": _csv(queries.idle_by_owner), "by-pool": _csv(queries.idle_by_owner),
                       "offenders": _csv(queries.idle_windows, limit=20)}, context=ids.IDLE_FOCUS)

@@ -100,6 +100,8 @@ class AnalyticsConfig:
     saturated_pct: float = 85.0                  # placement: on-prem pool utilization above which it is saturated
     underused_pct: float = 30.0                  # ... and below which it is a consolidation candidate
     queue_burst_wait_hours: float = 1.0          # placement: a team's p95 queue wait for a pool above which it should burst
+    # placement: relative throughput per GPU model (A100 = 1.0), over dashboard/throughput.py's defaults
+    throughput: dict[str, float] = field(default_factory=dict)
 
     def validate(self):
         if not 1 <= self.max_gap_s <= 3600:
@@ -112,4 +114,7 @@ class AnalyticsConfig:
             return "depreciation_months", "a number of months >= 1"
         if not 0 < self.baseline_quantile < 1:
             return "baseline_quantile", "a fraction between 0 and 1"
+        for model, factor in self.throughput.items():
+            if not factor > 0:
+                return f"throughput.{model}", "a throughput relative to an A100 (1.0), above 0"
         return None

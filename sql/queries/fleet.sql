@@ -1,6 +1,6 @@
 -- Overview and Utilization: GPUs, MIG instances and GPU-hours per environment and pool.
 -- gpus counts physical GPUs; a MIG instance is counted under mig_instances, its GPU once.
--- Reads gpu_cost_day (gpu_cost_hour summed per day): the range is whole UTC days.
+-- Reads the window's GPU-hour costs (queries/window/: the daily rollup, or the hourly one).
 SELECT
     environment,
     pool,
@@ -15,9 +15,8 @@ FROM
 (
     SELECT environment, pool, host, gpu_uuid, mig_instance,
            sum(gpu_hours) AS h, sumIf(gpu_hours, held) AS hh, sum(utilized_gpu_hours) AS uh, sum(cost_usd) AS c
-    FROM gpu_cost_day
-    WHERE day >= {start_day:Date} AND day < {end_day:Date}
-      AND (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
+    FROM (__GPU_COST__)
+    WHERE (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
       AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
     GROUP BY environment, pool, host, gpu_uuid, mig_instance
 )

@@ -11,8 +11,8 @@ WITH inst AS
     (
         SELECT host, gpu_uuid, mig_instance, team, any(pool) AS t_pool, any(environment) AS t_environment,
                any(model) AS t_model, sum(gpu_hours) AS t_gpu_hours, sum(utilized_gpu_hours) AS t_utilized
-        FROM gpu_cost_day
-        WHERE mig_instance != '' AND day >= {start_day:Date} AND day < {end_day:Date}
+        FROM (__GPU_COST__)
+        WHERE mig_instance != ''
           AND (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
           AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
         GROUP BY host, gpu_uuid, mig_instance, team

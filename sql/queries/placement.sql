@@ -1,4 +1,4 @@
--- Placement recommendations over the range, biggest savings first. Three kinds of row:
+-- Placement recommendations over the range, biggest savings first. Four kinds of candidate row:
 --
 --  * move baseline on-prem: a team's steady cloud demand (the {baseline_q} quantile of its hourly
 --    cloud GPUs, shared across its clouds by GPU-hours) moved to on-prem;
@@ -15,7 +15,9 @@
 --    cost of a GPU-hour {cloud_usd_per_gpu_hour}; savings = minus that cost (nothing on-prem is
 --    freed: the price of not waiting). Such a team gets no "move baseline on-prem" row.
 --
--- `why` says each row in one sentence with its numbers.
+-- `why` says each row in one sentence with its numbers. dashboard/queries.py adds the "right-size"
+-- rows (placement_rightsize.sql) and keeps one kind per team and per pool (throughput.one_outcome):
+-- these rows are the candidates.
 -- Rates are USD per utilized GPU-hour per environment, passed in as {rate_envs} / {rate_values} (the result of
 -- placement_rates.sql over the same range), and {hours} is the number of hours with data in the
 -- range (hours.sql); both are computed once instead of in every branch here. Hourly demand comes
@@ -47,14 +49,15 @@ WITH
 SELECT kind, team, pool, from_environment, to_environment, days, gpus, gpu_hours, utilized_gpu_hours,
        from_usd_per_utilized_gpu_hour, to_usd_per_utilized_gpu_hour, savings_usd,
        multiIf(kind = 'move baseline on-prem',
-               format('{} holds {} GPUs on {} steadily at ${} per utilized GPU-hour; on-prem costs ${}: move that baseline on-prem',
+               format('{} holds {} GPUs on {} steadily at ${} per utilized GPU-hour; on-prem costs ${}: moving that baseline on-prem saves ${}',
                       team, toString(round(gpus, 1)), from_environment, toDecimalString(from_usd_per_utilized_gpu_hour, 2),
-                      toDecimalString(to_usd_per_utilized_gpu_hour, 2)),
+                      toDecimalString(to_usd_per_utilized_gpu_hour, 2), toDecimalString(savings_usd, 2)),
                kind = 'burst to cloud',
-               format('{} was over {}% allocated on {} day(s); its load above that ({} GPU-hours) would cost ${} per utilized GPU-hour on {} against ${} on-prem',
+               format('{} was over {}% allocated on {} day(s); its load above that ({} GPU-hours) would cost ${} per utilized GPU-hour on {} against ${} on-prem: {} ${}',
                       pool, toString({saturated_pct:Float64}), toString(days), toString(round(gpu_hours, 1)),
                       toDecimalString(to_usd_per_utilized_gpu_hour, 2), to_environment,
-                      toDecimalString(from_usd_per_utilized_gpu_hour, 2)),
+                      toDecimalString(from_usd_per_utilized_gpu_hour, 2), if(savings_usd < 0, 'bursting costs', 'bursting saves'),
+                      toDecimalString(abs(savings_usd), 2)),
                kind = 'consolidate pool',
                format('{} was under-used on {} day(s): freeing the {} GPUs its held load does not need saves ${}',
                       pool, toString(days), toString(round(gpus, 1)), toDecimalString(savings_usd, 2)),

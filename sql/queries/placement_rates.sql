@@ -7,7 +7,6 @@ SELECT environment,
        100 * utilized_gpu_hours / nullIf(gpu_hours, 0)      AS utilization_pct,
        cost_usd / nullIf(gpu_hours, 0)                      AS usd_per_gpu_hour,
        cost_usd / nullIf(utilized_gpu_hours, 0)             AS usd_per_utilized_gpu_hour
-FROM gpu_cost_day
-WHERE day >= {start_day:Date} AND day < {end_day:Date}
+FROM (__GPU_COST__)
 GROUP BY environment
 ORDER BY environment = 'onprem' DESC, environment

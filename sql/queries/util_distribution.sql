@@ -17,8 +17,8 @@ FROM
     (
         SELECT day, team, environment, host, gpu_uuid, mig_instance,
                sum(gpu_hours) AS h, sum(utilized_gpu_hours) AS uh, 100 * uh / nullIf(h, 0) AS u
-        FROM gpu_cost_day
-        WHERE held AND day >= {start_day:Date} AND day < {end_day:Date}
+        FROM (__GPU_COST__)
+        WHERE held
           AND (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
           AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
         GROUP BY day, team, environment, host, gpu_uuid, mig_instance

@@ -9,9 +9,8 @@ SELECT if(team = '', 'unallocated', team) AS team, host, gpu_uuid, mig_instance,
        sum(idle_allocated_usd + idle_unallocated_usd)                                  AS idle_usd,
        sum(unused_usd)                                                                 AS unused_usd,
        idle_usd + unused_usd                                                           AS waste_usd
-FROM gpu_waste_day
-WHERE day >= {start_day:Date} AND day < {end_day:Date}
-  AND (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
+FROM (__GPU_WASTE__)
+WHERE (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
   AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, if(team = '', 'unallocated', team)))
   AND ({gpu:String} = '' OR (gpu_uuid = {gpu:String} AND ({mig:String} = '' OR mig_instance = {mig:String})))
 GROUP BY team, host, gpu_uuid, mig_instance, pool, environment

@@ -42,8 +42,8 @@ def code(sql: str) -> str:
     return re.sub(r"--[^\n]*", "", sql)
 
 
-def hourly_form(name: str) -> str:
-    text = sql_text(name)
+def hourly_form(name: str, **fills: str) -> str:
+    text = sql_text(name, **fills)
     for table, hourly in AS_HOURLY.items():
         text = re.sub(rf"\b{table}\b", hourly, code(text))
     return text
@@ -64,11 +64,20 @@ def same(daily: pd.DataFrame, hourly: pd.DataFrame, what: str) -> None:
                                   check_exact=False, rtol=1e-9, atol=1e-9, obj=what)
 
 
-def test_only_the_short_bucket_heatmaps_scan_the_hourly_costs():
-    """Everything else reads gpu_cost_day or team_demand_hour (a new query on gpu_cost_hour should too)."""
-    hourly = sorted(p.stem for p in (ROOT / "sql" / "queries").glob("*.sql")
-                    if re.search(r"\bgpu_cost_hour\b", code(p.read_text())))
-    assert hourly == ["util_heatmap_gpu", "util_heatmap_pool"]
+# queries that need gpu_cost_hour's hours whatever the window: the short-bucket heatmaps, one GPU's
+# cost over time (the GPU page), the owner drill-downs (jobs and pods are kept per hour)
+EXACT_HOURS = {"util_heatmap_gpu", "util_heatmap_pool", "gpu_cost", "spend_by_owner", "util_distribution_by_owner"}
+
+
+def test_only_hour_exact_queries_scan_the_hourly_costs():
+    """Everything else reads the window's rows (the GPU_COST / GPU_WASTE placeholders, filled with the
+    daily rollups for a window of whole UTC days, dashboard/queries.py query_sql), gpu_cost_day or
+    team_demand_hour; a new query on gpu_cost_hour should too."""
+    hourly = {p.stem for p in (ROOT / "sql" / "queries").glob("*.sql")
+              if re.search(r"\bgpu_cost_hour\b", code(p.read_text()))}
+    assert hourly <= EXACT_HOURS, f"read gpu_cost_hour for any window: {hourly - EXACT_HOURS}"
+    daily, hourly = code(queries.query_sql("fleet")), code(queries.query_sql("fleet", daily=False))
+    assert "gpu_cost_hour" not in daily and "gpu_cost_day" not in hourly and "gpu_cost_hour" in hourly
 
 
 @pytest.mark.parametrize("name, call", [

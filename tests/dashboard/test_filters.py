@@ -82,3 +82,69 @@ def test_hostile_focus_data_sent_to_the_idle_callbacks_is_harmless(site):
             got = call(client, "idle", dep, filters, {ids.IDLE_FOCUS: data})
             assert got.status == 200, (data, dep["output"])
     assert site.store.rows("SELECT count() FROM idle_windows")[0][0] == before
+
+
+NOW = datetime(2026, 11, 21, 14, 23, 5)      # the clock: a Saturday afternoon, UTC
+
+
+def test_last_24_hours_is_the_24_hours_up_to_now_not_today():
+    f = parse({"range": "1d"}, NOW)
+    assert f.window() == (datetime(2026, 11, 20, 15), datetime(2026, 11, 21, 15))
+    assert (f.start, f.end, f.hours, f.whole_days) == (date(2026, 11, 20), date(2026, 11, 22), 24, False)
+    assert f.partial_from("hour") == datetime(2026, 11, 21, 14) and f.partial_from("day") == datetime(2026, 11, 21)
+    assert f.params()["start"] == datetime(2026, 11, 20, 15) and f.params()["start_day"] == date(2026, 11, 20)
+    # an aware clock is the same instant
+    from datetime import timedelta, timezone
+    aware = NOW.replace(tzinfo=timezone.utc).astimezone(timezone(timedelta(hours=-5)))
+    assert parse({"range": "1d"}, aware).window() == f.window()
+    # just after midnight: the window is mostly yesterday
+    g = parse({"range": "1d"}, datetime(2026, 11, 21, 0, 5))
+    assert g.window() == (datetime(2026, 11, 20, 1), datetime(2026, 11, 21, 1)) and g.partial_from() == datetime(2026, 11, 21)
+    assert Filters.from_data(f.to_data(), NOW) == f and Filters.from_data(f.to_data(), NOW).now == NOW
+
+
+def test_rolling_days_are_whole_utc_days_ending_today():
+    for key, n in (("7d", 7), ("30d", 30), ("90d", 90)):
+        f = parse({"range": key}, NOW)
+        assert f.window() == (datetime(2026, 11, 22) - n * (datetime(2026, 1, 2) - datetime(2026, 1, 1)), datetime(2026, 11, 22))
+        assert f.whole_days and f.days == n and f.partial_from() == datetime(2026, 11, 21)
+        assert f.budget_month == date(2026, 11, 1) and f.budget_month_is_current
+
+
+def test_month_presets_at_month_and_year_boundaries():
+    cases = [  # clock, mtd, this month, last month (each [first day, day after))
+        (NOW, ("2026-11-01", "2026-11-22"), ("2026-11-01", "2026-12-01"), ("2026-10-01", "2026-11-01")),
+        (datetime(2026, 1, 1, 0, 30), ("2026-01-01", "2026-01-02"), ("2026-01-01", "2026-02-01"), ("2025-12-01", "2026-01-01")),
+        (datetime(2026, 12, 31, 23, 59), ("2026-12-01", "2027-01-01"), ("2026-12-01", "2027-01-01"), ("2026-11-01", "2026-12-01")),
+        (datetime(2028, 3, 1, 12), ("2028-03-01", "2028-03-02"), ("2028-03-01", "2028-04-01"), ("2028-02-01", "2028-03-01")),
+    ]
+    for now, mtd, month, last in cases:
+        for key, (a, b) in (("mtd", mtd), ("month", month), ("last-month", last)):
+            f = parse({"range": key}, now)
+            assert (f.start, f.end) == (date.fromisoformat(a), date.fromisoformat(b)), (now, key)
+            assert f.whole_days and f.query() == {"range": key} and f.budget_month == date.fromisoformat(a)
+            assert f.budget_month_is_current == (key != "last-month")
+            assert (f.partial_from() is None) == (key == "last-month")
+    feb = parse({"range": "last-month"}, datetime(2028, 3, 1, 12))
+    assert feb.days == 29 and feb.describe().startswith("Last month (2028-02-01 to 2028-02-29)")
+
+
+def test_fixed_windows_and_the_budget_month():
+    f = parse({"from": "2026-09-10", "to": "2026-10-03"}, NOW)
+    assert f.budget_month == date(2026, 10, 1) and not f.budget_month_is_current and f.partial_from() is None
+    assert f.params()["month"] == date(2026, 10, 1) and f.params()["today"] == NOW.date()
+    assert parse({"from": "2026-11-20", "to": "2026-11-30"}, NOW).partial_from() == datetime(2026, 11, 21)
+
+
+def test_invalid_ranges_fall_back_with_a_note():
+    for bad in ("24h", "month'--", "LAST-MONTH", "1m"):
+        f = parse({"range": bad}, NOW)
+        assert f.preset == "30d" and len(f.notes) == 1 and "unknown time range" in f.notes[0], bad
+    f = parse({"from": "2026-02-30", "to": "2026-03-01"}, NOW)
+    assert f.preset == "30d" and "from/to" in f.notes[0]
+    assert parse({}, NOW, default_range="last-month").window() == (datetime(2026, 10, 1), datetime(2026, 11, 1))
+    # a tampered store: hour bounds outside the days, or not whole hours, are dropped (whole days)
+    data = parse({"range": "1d"}, NOW).to_data()
+    for start_at in ("2026-11-19T15:00:00", "2026-11-20T15:30:00", "x"):
+        got = Filters.from_data({**data, "start_at": start_at}, NOW)
+        assert got.whole_days and (got.start, got.end) == (date(2026, 11, 20), date(2026, 11, 22))

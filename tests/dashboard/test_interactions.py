@@ -26,20 +26,41 @@ def gpus_tile(browser) -> str:
     return text(browser, "overview-tile-gpus").splitlines()[1]
 
 
+def aws_gpus(site, days: int) -> tuple[int, int, int]:
+    """GPUs (host, GPU UUID), GPU entities (whole GPUs and MIG instances) and MIG instances of aws
+    sampled in the last ``days`` UTC days, today included (the Overview's "Last N days")."""
+    return site.store.rows(
+        "SELECT uniqExact(host, gpu_uuid), uniqExact(host, gpu_uuid, mig_instance), "
+        "uniqExactIf((host, gpu_uuid, mig_instance), mig_instance != '') FROM gpu_hour "
+        "WHERE environment = 'aws' AND hour >= toStartOfDay(now() - toIntervalDay({back:UInt32}))",
+        {"back": days - 1})[0]
+
+
+def gpus_tile_shows(d, counts, range_: str) -> bool:
+    """Whether the GPUs tile was rendered for ``range_`` (its link carries the page's filters) and
+    shows ``counts`` (aws_gpus()): the GPUs as its value, the GPU entities and MIG instances in its detail."""
+    tile = (d.find_elements(By.ID, "overview-tile-gpus") or [None])[0]
+    if tile is None or query_of(tile.get_attribute("href") or "").get("range") != [range_]:
+        return False
+    lines = tile.text.splitlines()
+    gpus, entities, mig = counts
+    return len(lines) > 2 and lines[1] == f"{gpus:,}" and \
+        lines[2].startswith(f"{entities:,} GPU entities incl. {mig:,} MIG instances · aws ")
+
+
 def test_filters_write_the_url_change_the_charts_and_links_reproduce_the_view(site, browser):
     open_page(browser, site.url + "/", "overview")
     part(browser, "overview", "tiles")
     everything = gpus_tile(browser)
     pick(browser, ids.filter_control("env", "overview"), "aws")
     wait(browser, lambda d: query_of(d.current_url).get("env") == ["aws"], "the URL never got env=aws")
-    aws, = site.store.rows("SELECT uniqExact(host, gpu_uuid) FROM gpu_hour WHERE environment = 'aws' "
-                           "AND hour >= toStartOfDay(now() - INTERVAL 29 DAY)")[0]
-    wait(browser, lambda d: gpus_tile(d) == str(aws), f"GPUs tile never showed aws's {aws} GPUs")
+    aws = aws_gpus(site, 30)
+    wait(browser, lambda d: gpus_tile_shows(d, aws, "30d"), f"GPUs tile never showed aws's {aws} GPUs")
     assert gpus_tile(browser) != everything
     pick(browser, ids.filter_control("range", "overview"), "7d")
     wait(browser, lambda d: query_of(d.current_url).get("range") == ["7d"], "the URL never got range=7d")
-    wait(browser, lambda d: "· aws" not in text(d, "overview-tile-gpus") and "Last 7 days" in d.page_source,
-         "the page never re-rendered for the last 7 days")
+    week = aws_gpus(site, 7)
+    wait(browser, lambda d: gpus_tile_shows(d, week, "7d"), f"the GPUs tile never showed aws's {week} GPUs of the last 7 days")
     shared = browser.current_url
     tile_text = text(browser, "overview-tile-gpus")
     nav_spend = browser.find_element(By.ID, "nav-spend").get_attribute("href")
@@ -56,7 +77,9 @@ def test_team_filter_on_spend_and_empty_state_for_no_match(site, browser):
     assert "research" in chart.text and "llm-finetune" not in chart.text
     open_page(browser, site.url + "/spend?range=30d&team=no-such-team", "spend")
     empty = part(browser, "spend", "by-team").find_element(By.CSS_SELECTOR, ".empty.no-match")
-    assert "No spend match Last 30 days · all environments · no-such-team" in empty.text
+    today = datetime.now(timezone.utc).date()               # the dashboard's clock: "Last 30 days" ends today
+    window = f"Last 30 days ({today - timedelta(days=29)} to {today})"
+    assert f"No spend match {window} · all environments · no-such-team" in empty.text
 
 
 def test_csv_download_is_the_table_behind_the_chart(site, browser):

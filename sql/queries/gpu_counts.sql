@@ -1,0 +1,12 @@
+-- Overview's GPUs tile and the demo summary: GPUs and GPU entities seen in the range.
+-- A GPU is a physical GPU, one (host, gpu_uuid); a GPU entity is what the samples are of: a whole
+-- GPU or one MIG instance of it (host, gpu_uuid, mig_instance). A GPU split into MIG instances is
+-- one GPU and as many GPU entities as it has instances (docs/dashboard.md "Definitions").
+-- Reads gpu_cost_day, like the rest of the Overview: the range is whole UTC days.
+SELECT uniqExact(host, gpu_uuid)                                            AS gpus,
+       uniqExact(host, gpu_uuid, mig_instance)                              AS gpu_entities,
+       uniqExactIf((host, gpu_uuid, mig_instance), mig_instance != '')      AS mig_instances,
+       uniqExactIf((host, gpu_uuid), mig_instance != '')                    AS mig_gpus
+FROM (__GPU_COST__)
+WHERE (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
+  AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
