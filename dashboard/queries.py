@@ -14,6 +14,8 @@ evaluates) is kept RECENT_S seconds; silences, which the Alerts page writes, are
 """
 from __future__ import annotations
 
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 import pandas as pd
@@ -73,6 +75,13 @@ def whole_days_note(f: Filters, page_name: str) -> str:
     last = f.end - timedelta(days=1)
     return (f"{what} counts whole UTC days, {f.start} to {last}; the other cards cover exactly "
             f"{f.describe_window()}.")
+
+
+def side_by_side(*calls):
+    """The results of ``calls`` (functions of no argument, each running its own queries), run at
+    once on the reader's pool of handles, in the caller's context (Flask's app and request)."""
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        return [job.result() for job in [pool.submit(contextvars.copy_context().run, call) for call in calls]]
 
 
 def run(store, name: str, f: Filters, **extra) -> pd.DataFrame:

@@ -12,8 +12,6 @@ links to each instance. The parameters reach SQL only as bound parameters (dashb
 """
 from __future__ import annotations
 
-import contextvars
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlencode
 
 import dash
@@ -175,10 +173,8 @@ def fetch(store, f: Filters, entity: dict) -> list:
     """The panels' queries, run side by side on the reader's pool of handles (each reads one GPU
     over many daily partitions; together they are most of the page's time)."""
     work = [queries.gpu_series, queries.gpu_cost, queries.gpu_idle_windows, queries.gpu_clocks]
-    with ThreadPoolExecutor(max_workers=len(work) + 1) as pool:
-        # the colour table the timeline reads (cached per data version), in the request's context
-        pool.submit(contextvars.copy_context().run, figures.known_names)
-        return [job.result() for job in [pool.submit(fn, store, f, entity) for fn in work]]
+    # with the colour table the timeline reads (cached per data version)
+    return queries.side_by_side(figures.known_names, *[lambda fn=fn: fn(store, f, entity) for fn in work])[1:]
 
 
 def facts(store, f: Filters, entity: dict, series, cost, runtime) -> html.Dl:

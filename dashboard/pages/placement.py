@@ -65,12 +65,13 @@ def layout(**query):
           Output(ids.part(PAGE, "recommendations"), "children"), Input(ids.filters(PAGE), "data"))
 def render(data):
     f, st = state.filters_from_data(data), state.get()
-    n_hours = queries.hours(st.store, f)
-    demand = queries.placement_demand(st.store, f, st.baseline_quantile, n_hours)
-    rates = queries.placement_rates(st.store, f)
-    models = queries.placement_models(st.store, f, st.throughput)
-    sized = queries.placement_rightsize(st.store, f, st.throughput, n_hours, models)
-    queued = queries.queue_pressure(st.store, f, rates)
+    n_hours, rates, models = queries.side_by_side(lambda: queries.hours(st.store, f),
+                                                  lambda: queries.placement_rates(st.store, f),
+                                                  lambda: queries.placement_models(st.store, f, st.throughput))
+    demand, sized, queued = queries.side_by_side(
+        lambda: queries.placement_demand(st.store, f, st.baseline_quantile, n_hours),
+        lambda: queries.placement_rightsize(st.store, f, st.throughput, n_hours, models),
+        lambda: queries.queue_pressure(st.store, f, rates))
     recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, st.queue_burst_wait_hours,
                              rates, n_hours, queued, st.throughput, sized)
     total = html.P(f"Savings if every positive recommendation is taken: "

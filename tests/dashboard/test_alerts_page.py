@@ -20,7 +20,7 @@ from alerts.rules import builtin_rules
 from alerts.silences import expire_silence, list_silences
 from dashboard import ids
 from dashboard.reader import RECENT_S
-from tests.dashboard.browser import open_page, part, wait
+from tests.dashboard.browser import open_page, part, screenshot, wait
 
 pytestmark = pytest.mark.usefixtures("no_console_errors")
 HEADERS = ["severity", "alert", "status", "value", "unit", "active since", "owner", "GPU", "delivered", "summary"]
@@ -64,7 +64,7 @@ def cells(tr) -> dict[str, object]:
     return dict(zip(HEADERS, tr.find_elements(By.TAG_NAME, "td")))
 
 
-def test_firing_alerts_show_value_unit_active_since_owner_gpu_and_delivery(site, browser, notified):
+def test_firing_alerts_show_value_unit_active_since_owner_gpu_and_delivery(site, browser, notified, screenshots_dir):
     expected = firing(site)
     units = {r.name: r.unit for r in builtin_rules(AlertsConfig())}
     contacts = dict(site.store.rows("SELECT team, contact FROM config_teams WHERE contact != ''"))
@@ -116,6 +116,7 @@ def test_firing_alerts_show_value_unit_active_since_owner_gpu_and_delivery(site,
                                                       f"failed after {attempts} attempts" if status == "failed" else
                                                       "queued")
             assert (f"HTTP {code}" in line) == (status != "delivered" and bool(code))
+    screenshot(browser, screenshots_dir, "alerts")
 
 
 def test_the_alert_tables_fit_a_1600px_window(site, browser):

@@ -76,7 +76,7 @@ def click_link(browser, element_id: str, pick_row, column: int) -> list[str]:
 
 def clickable_chart(browser, page: str, name: str):
     """The card ``page``-``name`` once its Plotly chart takes clicks: drawn (``part`` sees the first SVG
-    while plotly.js is still drawing), not pending a redraw or resize, and with dcc.Graph's
+    while plotly.js is still drawing), with its drag layer (which takes the clicks) and dcc.Graph's
     ``plotly_click`` listener bound (dcc.Graph binds its events, the one that sets clickData among
     them, only once its first Plotly.react has resolved; a click before that is lost)."""
     element = part(browser, page, name, chart=True)
@@ -86,14 +86,14 @@ def clickable_chart(browser, page: str, name: str):
             return d.execute_script("""
                 const gd = arguments[0].querySelector('.js-plotly-plot');
                 if (!gd || !gd._fullLayout || !gd.data || !gd.isConnected) return false;
-                if (gd.classList.contains('dash-graph--pending') || !gd.querySelector('.nsewdrag')) return false;
+                if (!gd.querySelector('.nsewdrag')) return false;
                 const ev = gd._ev;
                 const n = ev && (typeof ev.listeners === 'function' ? ev.listeners('plotly_click').length
                                  : [].concat((ev._events || {}).plotly_click || []).length);
                 return n > 0;""", element)
         except (StaleElementReferenceException, JavascriptException):
             return False
-    wait(browser, ready, f"the chart in {page}-{name} never took clicks")
+    wait(browser, ready, f"the chart in {page}-{name} never took clicks", timeout=15)   # retried by the caller
     return element
 
 
@@ -119,7 +119,7 @@ def until_it_leads_away(browser, click):
             except (TimeoutException, StaleElementReferenceException, JavascriptException):
                 pass                      # the chart was redrawn under the click: find it again
         return d.current_url != before
-    wait(browser, attempt, f"no click led away from {before}")
+    wait(browser, attempt, f"no click led away from {before}", timeout=150)
     return clicked[-1]
 
 

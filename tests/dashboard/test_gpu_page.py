@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 
 from dashboard import figures, ids
 from dashboard.components import money
-from tests.dashboard.browser import open_page, part, pick, table_rows, text, wait
+from tests.dashboard.browser import open_page, part, pick, screenshot, table_rows, text, wait
 
 pytestmark = pytest.mark.usefixtures("no_console_errors")
 
@@ -88,7 +88,7 @@ def mig_slice(site):
             "mig_profile": planted["mig_profile"]}
 
 
-def test_a_whole_gpu_shows_each_panel_as_sql_computes_it(site, browser, whole_gpu):
+def test_a_whole_gpu_shows_each_panel_as_sql_computes_it(site, browser, whole_gpu, screenshots_dir):
     store, e = site.store, whole_gpu
     open_gpu(browser, site, e, f"from={e['xid_day'] - timedelta(days=3)}&to={e['xid_day'] + timedelta(days=3)}")
     model, = store.rows("SELECT argMax(model, hour) FROM gpu_hour WHERE gpu_uuid = {g:String}", {"g": e["gpu_uuid"]})[0]
@@ -176,6 +176,7 @@ def test_a_whole_gpu_shows_each_panel_as_sql_computes_it(site, browser, whole_gp
              (cost, "/h"), (cost, "$")]
     for panel, unit in units:
         assert any(unit in t["hovertemplate"] for t in panel["traces"]), unit
+    screenshot(browser, screenshots_dir, "gpu")
 
 
 def test_a_mig_slice_shows_its_owners_idle_windows_and_minutes(site, browser, mig_slice):

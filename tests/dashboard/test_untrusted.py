@@ -189,7 +189,7 @@ def downloads(hostile) -> list[tuple[str, dict, list[list[str]]]]:
         _walk_ids(layout, lambda i, found=buttons: found.append(i) if isinstance(i, dict) and i.get("type") == "gl-csv" else None)
         dep = next((d for d in deps if d["output"] == f"{ids.download(page)}.data"), None)
         assert bool(buttons) == bool(dep), page
-        states = {ids.filters(page): default_filters(), ids.IDLE_FOCUS: {}}
+        states = {ids.filters(page): default_filters(), ids.IDLE_FOCUS: {}, ids.view(page): {}}
         for button in buttons:
             key = json.dumps(button, separators=(",", ":"), sort_keys=True)
             body = {"output": dep["output"], "outputs": {"id": ids.download(page), "property": "data"},
@@ -270,7 +270,11 @@ def test_names_in_charts_are_escaped_short_and_legends_bounded(hostile):
                 assert got.status == 200
                 figures += graphs(got.response)
     assert len(figures) >= 15
-    text = json.dumps(figures, ensure_ascii=False)
+    # customdata carries the raw names a click drills down with (URL-encoded then); no hover shows it raw
+    shown = [{**f, "data": [{k: v for k, v in t.items() if k != "customdata"} for t in f["data"]]} for f in figures]
+    raw = [t for f in figures for t in f["data"] if "customdata" in t and "<a" in json.dumps(t["customdata"])]
+    assert not [t for t in raw if "%{customdata" in str(t.get("hovertemplate", ""))]
+    text = json.dumps(shown, ensure_ascii=False)
     assert "<a" not in text and "&lt;a href=\\\"http://evil\\\"&gt;x&lt;/a&gt;" in text
     assert LONG not in text and "L" * 59 + "…" in text
     names = [len([t for t in fig["data"] if t.get("name")]) for fig in figures]
