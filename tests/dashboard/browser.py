@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import time
 
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -17,7 +18,10 @@ def open_page(driver, url: str, page: str):
 
 
 def wait(driver, condition, message: str, timeout: float = TIMEOUT):
-    return WebDriverWait(driver, timeout, poll_frequency=0.2).until(condition, message)
+    """Poll until `condition` holds; an element Dash re-rendered between two looks is looked up again."""
+    return WebDriverWait(driver, timeout, poll_frequency=0.2,
+                         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+                         ).until(condition, message)
 
 
 def part(driver, page: str, name: str, chart: bool = False):
