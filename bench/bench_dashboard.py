@@ -118,7 +118,7 @@ def page_queries(store, f, st) -> dict:
         "idle": [lambda: q.idle_windows(store, f, 300), lambda: q.idle_by_owner(store, f)],
         "spend": [lambda: q.spend_by_team(store, f), lambda: q.spend_trend(store, f), lambda: q.budget(store, f),
                   lambda: q.unallocated(store, f)],
-        "placement": [lambda: q.placement_demand(store, f, st.baseline_quantile), lambda: q.placement_rates(store, f),
+        "placement": [lambda: q.placement_demand(store, f, st.baseline_quantile), lambda: q.placement_usage(store, f),
                       lambda: q.placement(store, f, st.baseline_quantile, st.saturated_pct)],
         "compliance": [lambda: q.findings(store, f), lambda: q.runtime_matrix(store, f)],
         "alerts": [lambda: q.alerts(store, f), lambda: q.alert_history(store, f),

@@ -241,24 +241,92 @@ def placement_demand(store, f: Filters, baseline_q: float, n_hours: int | None =
     return run(store, "placement_demand", f, baseline_q=float(baseline_q), hours=int(n_hours))
 
 
-def placement_rates(store, f: Filters) -> pd.DataFrame:
-    return run(store, "placement_rates", f)
+def placement_usage(store, f: Filters) -> pd.DataFrame:
+    """The range's GPU time and cost per environment, pool, model, team, held and whole GPU
+    (sql/queries/placement_usage.sql): one pass that placement_rates(), placement_models(),
+    placement_rightsize() and onprem_pools() sum up."""
+    return run(store, "placement_usage", f)
 
 
-def placement_models(store, f: Filters, throughput: dict[str, float] | None = None) -> pd.DataFrame:
-    """Cost per utilized and per A100-equivalent utilized GPU-hour per environment and model
-    (sql/queries/placement_models.sql); ``throughput`` is [analytics.throughput] (over the defaults)."""
+SUMMED = ["cost_usd", "gpu_hours", "utilized_gpu_hours"]
+
+
+def _per_gpu_hour(usage: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """``usage`` summed by ``by``, with utilization_pct, usd_per_gpu_hour and usd_per_utilized_gpu_hour
+    (NaN where there are no GPU-hours, or no utilized ones)."""
+    df = usage.groupby(by, as_index=False, sort=False, observed=True)[SUMMED].sum()
+    gpu_h, used_h = df["gpu_hours"].where(df["gpu_hours"] != 0), df["utilized_gpu_hours"].where(df["utilized_gpu_hours"] != 0)
+    return df.assign(utilization_pct=100 * df["utilized_gpu_hours"] / gpu_h, usd_per_gpu_hour=df["cost_usd"] / gpu_h,
+                     usd_per_utilized_gpu_hour=df["cost_usd"] / used_h)
+
+
+def placement_rates(store, f: Filters, usage: pd.DataFrame | None = None) -> pd.DataFrame:
+    """What a GPU-hour and a *utilized* GPU-hour cost in each environment over the range (all GPU
+    time, idle included: idle time is what makes a utilized hour dear), on-prem first."""
+    usage = placement_usage(store, f) if usage is None else usage
+    return _onprem_first(_per_gpu_hour(usage, ["environment"]), ["environment"], [])
+
+
+def placement_models(store, f: Filters, throughput: dict[str, float] | None = None,
+                     usage: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Cost per utilized and per A100-equivalent utilized GPU-hour per environment and model:
+    utilized GPU-hours × the model's throughput factor (``throughput`` is [analytics.throughput]
+    over the defaults, dashboard/throughput.py). A model without a factor is not normalised: its
+    factor and A100-equivalent rate are NaN, never 1. Cheapest A100-equivalent first."""
+    usage = placement_usage(store, f) if usage is None else usage
     tp = factors(throughput)
-    return run(store, "placement_models", f, tp_models=list(tp), tp_factors=[float(v) for v in tp.values()])
+    models = _per_gpu_hour(usage, ["environment", "model"])
+    models["normalised"] = models["model"].isin(list(tp))
+    models["throughput"] = models["model"].map(tp).astype(float)
+    models["a100e_utilized_gpu_hours"] = models["utilized_gpu_hours"] * models["throughput"]
+    models["usd_per_a100e_utilized_gpu_hour"] = models["cost_usd"] / models["a100e_utilized_gpu_hours"].where(
+        models["a100e_utilized_gpu_hours"] != 0)
+    return _onprem_first(models, ["environment", "model"], ["normalised", "usd_per_a100e_utilized_gpu_hour"],
+                         ascending=[False, True])
+
+
+def _onprem_first(df: pd.DataFrame, then: list[str], first: list[str], ascending: list[bool] = ()) -> pd.DataFrame:
+    """``df`` sorted by ``first`` (``ascending``, NaN last), then on-prem before the clouds, then by ``then``."""
+    keys = [*first, "onprem_last", *then]
+    return df.assign(onprem_last=df["environment"] != "onprem").sort_values(
+        keys, ascending=[*ascending, *[True] * (len(keys) - len(first))], na_position="last",
+        ignore_index=True).drop(columns="onprem_last")
 
 
 def placement_rightsize(store, f: Filters, throughput: dict[str, float] | None = None, n_hours: int | None = None,
-                        models: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Right-sizing candidates (sql/queries/placement_rightsize.sql, chosen by dashboard/throughput.py)."""
+                        models: pd.DataFrame | None = None, usage: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Right-sizing candidates among the whole GPUs (no MIG slice) each team held over the range,
+    per environment, pool and model (gpus: the GPUs held on average over the ``n_hours`` hours with
+    data), chosen by dashboard/throughput.py rightsize()."""
     n_hours = hours(store, f) if n_hours is None else n_hours
-    models = placement_models(store, f, throughput) if models is None else models
-    usage = run(store, "placement_rightsize", f, hours=int(n_hours))
-    return rightsize(usage, models, factors(throughput), n_hours)
+    usage = placement_usage(store, f) if usage is None else usage
+    models = placement_models(store, f, throughput, usage) if models is None else models
+    keep = usage["held"].astype(bool) & usage["whole"].astype(bool) & (usage["team"] != "unallocated")
+    if f.teams:
+        keep &= usage["team"].isin(f.teams)
+    held = usage[keep]
+    held = held.groupby(["team", "environment", "pool", "model"], as_index=False, observed=True)[SUMMED].sum()
+    held = held[held["gpu_hours"] > 0].assign(gpus=lambda d: d["gpu_hours"] / max(int(n_hours), 1))
+    held = held.sort_values(["cost_usd", "team", "environment", "pool", "model"],
+                            ascending=[False, True, True, True, True], ignore_index=True)
+    return rightsize(held, models, factors(throughput), n_hours)
+
+
+def _held_cloud(usage: pd.DataFrame, f: Filters) -> dict[str, list]:
+    """placement.sql's {cloud_*} arrays: the GPU-hours and utilized GPU-hours each team (of the team
+    filter; not "unallocated") held in each cloud, from placement_usage()."""
+    keep = usage["held"].astype(bool) & (usage["team"] != "unallocated") & (usage["environment"] != "onprem")
+    if f.teams:
+        keep &= usage["team"].isin(f.teams)
+    held = usage[keep].groupby(["team", "environment"], observed=True)[["gpu_hours", "utilized_gpu_hours"]].sum()
+    return {"cloud_teams": [str(t) for t, _ in held.index], "cloud_envs": [str(e) for _, e in held.index],
+            "cloud_gpu_hours": held["gpu_hours"].astype(float).tolist(),
+            "cloud_utilized": held["utilized_gpu_hours"].astype(float).tolist()}
+
+
+def onprem_pools(usage: pd.DataFrame) -> list[str]:
+    """The on-prem pools with GPU time in the range (placement_usage())."""
+    return sorted({str(p) for p in usage.loc[usage["environment"] == "onprem", "pool"]})
 
 
 def _cheapest_cloud(rates: pd.DataFrame) -> tuple[dict[str, float], str, float]:
@@ -281,20 +349,27 @@ def queue_pressure(store, f: Filters, rates: pd.DataFrame | None = None) -> pd.D
 def placement(store, f: Filters, baseline_q: float, saturated_pct: float, queue_wait_h: float = 1.0,
               rates: pd.DataFrame | None = None, n_hours: int | None = None,
               queued: pd.DataFrame | None = None, throughput: dict[str, float] | None = None,
-              sized: pd.DataFrame | None = None) -> pd.DataFrame:
+              sized: pd.DataFrame | None = None, demand: pd.DataFrame | None = None,
+              usage: pd.DataFrame | None = None) -> pd.DataFrame:
     """Recommendation rows (sql/queries/placement.sql, plus a "right-size" row per placement_rightsize()
     row), one kind per team and per pool (throughput.one_outcome), biggest savings first. ``rates``,
-    ``n_hours``, ``queued`` and ``sized`` are placement_rates(), hours(), queue_pressure() and
-    placement_rightsize() of the same filters when the caller has them already; the teams whose p95
-    wait is ``queue_wait_h`` hours or more get a burst row."""
-    rates = placement_rates(store, f) if rates is None else rates
+    ``n_hours``, ``queued``, ``sized``, ``demand`` and ``usage`` are placement_rates(), hours(),
+    queue_pressure(), placement_rightsize(), placement_demand() and placement_usage() of the same
+    filters when the caller has them already; the teams whose p95 wait is ``queue_wait_h`` hours or
+    more get a burst row."""
+    usage = placement_usage(store, f) if usage is None else usage
+    rates = placement_rates(store, f, usage) if rates is None else rates
     per_env, cheapest, cloud_gpu_hour = _cheapest_cloud(rates)
     n_hours = hours(store, f) if n_hours is None else n_hours
     queued = queue_pressure(store, f, rates) if queued is None else queued
     waited = queued[queued["wait_p95_h"] >= queue_wait_h] if not queued.empty else queued
-    sized = placement_rightsize(store, f, throughput, n_hours) if sized is None else sized
+    sized = placement_rightsize(store, f, throughput, n_hours, usage=usage) if sized is None else sized
+    demand = placement_demand(store, f, baseline_q, n_hours) if demand is None else demand
     recs = run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
+               baseline_teams=[str(t) for t in demand.get("team", [])],
+               baseline_gpus=[float(g) for g in demand.get("cloud_baseline_gpus", [])],
                rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=cheapest,
+               onprem_pools=onprem_pools(usage), **_held_cloud(usage, f),
                cloud_usd_per_gpu_hour=cloud_gpu_hour, hours=int(n_hours),
                queue_pools=[str(p) for p in waited.get("pool", [])], queue_teams=[str(t) for t in waited.get("team", [])],
                queue_wait_p95_h=[float(w) for w in waited.get("wait_p95_h", [])],

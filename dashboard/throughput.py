@@ -56,8 +56,8 @@ def factors(overrides: dict[str, float] | None = None) -> dict[str, float]:
 
 
 def rightsize(usage: pd.DataFrame, models: pd.DataFrame, throughput: dict[str, float], n_hours: int) -> pd.DataFrame:
-    """Right-sizing candidates from ``usage`` (placement_rightsize.sql: whole GPUs held per team,
-    environment, pool and model) and ``models`` (placement_models.sql: USD per GPU-hour per
+    """Right-sizing candidates from ``usage`` (placement_rightsize(): whole GPUs held per team,
+    environment, pool and model) and ``models`` (placement_models(): USD per GPU-hour per
     environment and model). For each row the smallest alternative that covers its utilization:
 
     * a MIG slice of the same model when the model has MIG: the smallest profile whose share of

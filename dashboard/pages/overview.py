@@ -27,12 +27,13 @@ def layout(**query):
           Output(ids.part(PAGE, "currencies"), "children"), Input(ids.filters(PAGE), "data"))
 def render(data):
     f, store = state.filters_from_data(data), state.get().store
-    fleet = queries.fleet(store, f)
-    tiles = overview_tiles(f, fleet, queries.waste_month(store, f), queries.budget(store, f),
-                           queries.coverage(store, f), queries.alert_counts(store, f), queries.findings(store, f),
-                           gpu_counts(store, f), queries.other_currencies(store, month_filters(f)))
-    return (tiles, c.chart(fleet, "gpu_cost_day", f, figures.fleet_gpus, "GPUs"),
-            c.currency_note(queries.other_currencies(store, f)))
+    (fleet, waste, budget, coverage), (alerts, findings, counts, month_other, other) = queries.side_by_side(
+        lambda: (queries.fleet(store, f), queries.waste_month(store, f), queries.budget(store, f),
+                 queries.coverage(store, f)),
+        lambda: (queries.alert_counts(store, f), queries.findings(store, f), gpu_counts(store, f),
+                 queries.other_currencies(store, month_filters(f)), queries.other_currencies(store, f)))
+    tiles = overview_tiles(f, fleet, waste, budget, coverage, alerts, findings, counts, month_other)
+    return tiles, c.chart(fleet, "gpu_cost_day", f, figures.fleet_gpus, "GPUs"), c.currency_note(other)
 
 
 def gpu_counts(store, f):

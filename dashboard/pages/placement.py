@@ -1,6 +1,6 @@
 """Placement: baseline vs burst demand per team, what a utilized GPU-hour costs where (per
-environment, and per A100-equivalent per environment and model: sql/queries/placement_models.sql),
-right-sizing of whole GPUs held at low utilization (placement_rightsize.sql, dashboard/throughput.py),
+environment, and per A100-equivalent per environment and model), right-sizing of whole GPUs held at
+low utilization (dashboard/throughput.py) — all three summed from one pass, sql/queries/placement_usage.sql —
 the GPU demand that waits in the Slurm and Kubernetes queues (sql/queries/queue_pressure.sql), and
 what each recommendation would save, one kind per team and pool (sql/queries/placement.sql)."""
 from __future__ import annotations
@@ -65,15 +65,14 @@ def layout(**query):
           Output(ids.part(PAGE, "recommendations"), "children"), Input(ids.filters(PAGE), "data"))
 def render(data):
     f, st = state.filters_from_data(data), state.get()
-    n_hours, rates, models = queries.side_by_side(lambda: queries.hours(st.store, f),
-                                                  lambda: queries.placement_rates(st.store, f),
-                                                  lambda: queries.placement_models(st.store, f, st.throughput))
-    demand, sized, queued = queries.side_by_side(
-        lambda: queries.placement_demand(st.store, f, st.baseline_quantile, n_hours),
-        lambda: queries.placement_rightsize(st.store, f, st.throughput, n_hours, models),
-        lambda: queries.queue_pressure(st.store, f, rates))
+    n_hours, usage = queries.side_by_side(lambda: queries.hours(st.store, f), lambda: queries.placement_usage(st.store, f))
+    rates = queries.placement_rates(st.store, f, usage)
+    models = queries.placement_models(st.store, f, st.throughput, usage)
+    sized = queries.placement_rightsize(st.store, f, st.throughput, n_hours, models, usage)
+    demand, queued = queries.side_by_side(lambda: queries.placement_demand(st.store, f, st.baseline_quantile, n_hours),
+                                          lambda: queries.queue_pressure(st.store, f, rates))
     recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, st.queue_burst_wait_hours,
-                             rates, n_hours, queued, st.throughput, sized)
+                             rates, n_hours, queued, st.throughput, sized, demand, usage)
     total = html.P(f"Savings if every positive recommendation is taken: "
                    f"{c.money(recs.loc[recs['savings_usd'] > 0, 'savings_usd'].sum())}", className="total") \
         if not recs.empty else None

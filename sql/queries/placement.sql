@@ -16,35 +16,28 @@
 --    freed: the price of not waiting). Such a team gets no "move baseline on-prem" row.
 --
 -- `why` says each row in one sentence with its numbers. dashboard/queries.py adds the "right-size"
--- rows (placement_rightsize.sql) and keeps one kind per team and per pool (throughput.one_outcome):
+-- rows (placement_rightsize()) and keeps one kind per team and per pool (throughput.one_outcome):
 -- these rows are the candidates.
--- Rates are USD per utilized GPU-hour per environment, passed in as {rate_envs} / {rate_values} (the result of
--- placement_rates.sql over the same range), and {hours} is the number of hours with data in the
--- range (hours.sql); both are computed once instead of in every branch here. Hourly demand comes
--- from team_demand_hour, the on-prem pools' daily cost from gpu_cost_day.
+-- Computed once for the whole page and passed in: the rates, USD per utilized GPU-hour per
+-- environment ({rate_envs} / {rate_values}: placement_rates() over the same range); the on-prem
+-- pools with GPU time in the range ({onprem_pools}: placement_usage.sql); the number of hours with
+-- data in the range ({hours}: hours.sql); each team's held cloud GPU time and its baseline (below).
+-- The on-prem pools' load and daily cost come from v_pool_load.
 WITH
     cloud AS
     (
-        -- one pass over the teams' held cloud GPU time: per hour (all clouds) and per cloud
-        SELECT team,
-               mapValues(sumMap(map(hour, gpu_hours)))               AS hourly,
-               sumMap(map(environment, gpu_hours))                   AS env_gpu_hours,
-               sumMap(map(environment, utilized_gpu_hours))          AS env_utilized,
-               arraySort(arrayConcat(hourly, arrayWithConstant(greatest({hours:UInt64}, length(hourly)) - length(hourly), 0.))) AS demand,
-               demand[toUInt64(floor({baseline_q:Float64} * (length(demand) - 1))) + 1] AS baseline_gpus,
-               arraySum(mapValues(env_gpu_hours))                    AS cloud_gpu_hours
-        FROM team_demand_hour
-        WHERE held AND team != 'unallocated' AND environment != 'onprem'
-          AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
-          AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
+        -- each team's held cloud GPU time per cloud ({cloud_teams} / {cloud_envs} / {cloud_gpu_hours} /
+        -- {cloud_utilized}: placement_usage.sql over the same range); baseline_gpus is the
+        -- {baseline_q} quantile of the team's hourly cloud GPUs (cloud_baseline_gpus of
+        -- placement_demand.sql over the same range, passed in as {baseline_teams} / {baseline_gpus})
+        SELECT c.1 AS team,
+               sumMap(map(c.2, c.3))                                 AS env_gpu_hours,
+               sumMap(map(c.2, c.4))                                 AS env_utilized,
+               arraySum(mapValues(env_gpu_hours))                    AS cloud_gpu_hours,
+               mapFromArrays({baseline_teams:Array(String)}, {baseline_gpus:Array(Float64)})[team] AS baseline_gpus
+        FROM (SELECT arrayJoin(arrayZip({cloud_teams:Array(String)}, {cloud_envs:Array(String)},
+                                        {cloud_gpu_hours:Array(Float64)}, {cloud_utilized:Array(Float64)})) AS c)
         GROUP BY team
-    ),
-    pool_days AS
-    (
-        SELECT pool, day, sum(cost_usd) AS cost_usd
-        FROM gpu_cost_day
-        WHERE environment = 'onprem' AND day >= {start_day:Date} AND day < {end_day:Date}
-        GROUP BY pool, day
     )
 SELECT kind, team, pool, from_environment, to_environment, days, gpus, gpu_hours, utilized_gpu_hours,
        from_usd_per_utilized_gpu_hour, to_usd_per_utilized_gpu_hour, savings_usd,
@@ -95,12 +88,17 @@ FROM
                if(status = 'saturated', l.gpu_hours * (l.allocated_pct - {saturated_pct:Float64}) / 100,
                   l.gpu_hours * greatest(1 - l.allocated_pct / {saturated_pct:Float64}, 0)) AS excess_gpu_hours,
                if(status = 'saturated', excess_gpu_hours * l.utilization_pct / 100, 0) AS excess_utilized,
-               c.cost_usd * greatest(1 - l.allocated_pct / {saturated_pct:Float64}, 0) AS freeable_usd,
+               l.pool_cost_usd * greatest(1 - l.allocated_pct / {saturated_pct:Float64}, 0) AS freeable_usd,
                mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})['onprem'] AS onprem_rate,
                mapFromArrays({rate_envs:Array(String)}, {rate_values:Array(Float64)})[{cheapest:String}] AS cloud_rate
-        FROM v_pool_load AS l
-        LEFT JOIN pool_days AS c ON c.pool = l.pool AND c.day = l.day
-        WHERE l.day >= {start_day:Date} AND l.day < {end_day:Date} AND has({rate_envs:Array(String)}, 'onprem')
+        FROM
+        (
+            SELECT pool, day, status, gpu_hours, allocated_pct, utilization_pct,
+                   sum(cost_usd) OVER (PARTITION BY pool, day) AS pool_cost_usd    -- the whole pool's day
+            FROM v_pool_load
+            WHERE day >= {start_day:Date} AND day < {end_day:Date}
+        ) AS l
+        WHERE has({rate_envs:Array(String)}, 'onprem')
           AND ((l.status = 'saturated' AND l.allocated_pct > {saturated_pct:Float64} AND {cheapest:String} != '')
                OR (l.status = 'under-used' AND NOT has({queue_pools:Array(String)}, l.pool)))
     )
@@ -117,6 +115,6 @@ FROM
     FROM (SELECT arrayJoin(arrayZip({queue_pools:Array(String)}, {queue_teams:Array(String)},
                                     {queue_wait_p95_h:Array(Float64)}, {queue_gpu_hours:Array(Float64)},
                                     {queue_pending_gpus:Array(Float64)})) AS q)
-    WHERE {cheapest:String} != '' AND q.1 != '' AND q.1 IN (SELECT pool FROM pool_days)    -- on-prem pools only
+    WHERE {cheapest:String} != '' AND q.1 != '' AND has({onprem_pools:Array(String)}, q.1)    -- on-prem pools only
 )
 ORDER BY savings_usd DESC, kind, team, pool

@@ -11,7 +11,7 @@
 --                      pending (a job still waiting counts its wait so far); ClickHouse's
 --                      quantileExact: the value at position floor(q x n) of the n sorted waits
 --   burst_usd_per_h    what pending_gpus would cost per hour at {cloud_usd_per_gpu_hour}, the
---                      cheapest cloud's cost of a GPU-hour over the range (placement_rates.sql)
+--                      cheapest cloud's cost of a GPU-hour over the range (placement_rates(), placement_usage.sql)
 -- GPUs are GPU-equivalents: a MIG slice counts its share of the GPU.
 WITH
     read_hours AS
