@@ -245,9 +245,11 @@ def placement_usage(store, f: Filters) -> pd.DataFrame:
     """The range's GPU time and cost per environment, pool, model, team, held and whole GPU
     (sql/queries/placement_usage.sql): one pass that placement_rates(), placement_models(),
     placement_rightsize() and onprem_pools() sum up."""
-    return run(store, "placement_usage", f)
+    usage = run(store, "placement_usage", f)
+    return usage if len(usage.columns) else pd.DataFrame(columns=USAGE_KEYS + SUMMED)   # no rows: no columns either
 
 
+USAGE_KEYS = ["environment", "pool", "model", "team", "held", "whole"]
 SUMMED = ["cost_usd", "gpu_hours", "utilized_gpu_hours"]
 
 

@@ -298,7 +298,10 @@ def test_aggregate_by_regroups_with_totals_from_sql(site, browser, span):
     # Spend by namespace: GPU cost only, per namespace ('' reads "(none)")
     open_page(browser, f"{site.url}/spend{span['search']}", "spend")
     part(browser, "spend", "by-team", chart=True)
-    browser.find_element(By.CSS_SELECTOR, f"#{ids.aggregate_by('spend')} input[value='namespace']").click()
+    radio = f"#{ids.aggregate_by('spend')} input[value='namespace']"
+    # clicked again until the URL takes it: a click before Dash bound the radio's callback is lost
+    wait(browser, lambda d: "by=namespace" in d.current_url or d.find_element(By.CSS_SELECTOR, radio).click(),
+         "the aggregate-by radio never reached the URL")
     wait_url(browser, "/spend", by="namespace")
     wait(browser, lambda d: "Spend per namespace" in d.find_element(By.ID, "page-spend").text, "card not regrouped")
     totals = chart_totals(browser, part(browser, "spend", "by-team", chart=True))

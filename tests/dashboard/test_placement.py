@@ -217,3 +217,16 @@ def test_throughput_overrides_are_read_and_checked(tmp_path):
     path.write_text('[analytics.throughput]\n"NVIDIA A10G" = 0\n')
     with pytest.raises(ConfigError, match=r"analytics\.throughput\.NVIDIA A10G.*above 0"):
         load(str(path), env={})
+
+
+def test_a_range_without_gpu_time_gives_empty_tables_not_an_error(store):
+    """Before the first derivation (or for a range with no data) every placement table is empty,
+    with its columns; the page renders its empty states instead of failing."""
+    f = Filters(date(2026, 3, 1), date(2026, 3, 2))
+    assert queries.placement_usage(store, f).empty
+    assert list(queries.placement_rates(store, f)[["environment", "usd_per_utilized_gpu_hour"]].columns)
+    models = queries.placement_models(store, f)
+    assert models.empty and {"normalised", "usd_per_a100e_utilized_gpu_hour"} <= set(models.columns)
+    assert queries.placement_rightsize(store, f).empty
+    assert queries.placement(store, f, 0.1, 85.0).empty
+    assert queries.placement(store, Filters(date(2026, 3, 1), date(2026, 3, 2), teams=("nlp",)), 0.1, 85.0).empty
