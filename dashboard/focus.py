@@ -64,7 +64,7 @@ class Focus:
 def parse(args: Mapping) -> Focus:
     """The focus from URL query arguments (each a string or a list of strings)."""
     notes: list[str] = []
-    gpu, mig, when = (_one(args.get(name), name, notes) for name in FOCUS_PARAMS)
+    gpu, mig, when = (url_value(args.get(name), name, notes) for name in FOCUS_PARAMS)
     window = None
     if when:
         window = parse_window(when)
@@ -92,7 +92,9 @@ def window_text(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _one(value, name: str, notes: list[str]) -> str:
+def url_value(value, name: str, notes: list[str]) -> str:
+    """One URL parameter as text: the first of several, at most MAX_VALUE printable characters
+    (what is dropped is said in ``notes``)."""
     if isinstance(value, list):
         if len(value) > 1:
             notes.append(f"only the first {name} value is used")

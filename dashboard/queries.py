@@ -303,10 +303,7 @@ def placement_rightsize(store, f: Filters, throughput: dict[str, float] | None =
     n_hours = hours(store, f) if n_hours is None else n_hours
     usage = placement_usage(store, f) if usage is None else usage
     models = placement_models(store, f, throughput, usage) if models is None else models
-    keep = usage["held"].astype(bool) & usage["whole"].astype(bool) & (usage["team"] != "unallocated")
-    if f.teams:
-        keep &= usage["team"].isin(f.teams)
-    held = usage[keep]
+    held = usage[_held_by_teams(usage, f) & usage["whole"].astype(bool)]
     held = held.groupby(["team", "environment", "pool", "model"], as_index=False, observed=True)[SUMMED].sum()
     held = held[held["gpu_hours"] > 0].assign(gpus=lambda d: d["gpu_hours"] / max(int(n_hours), 1))
     held = held.sort_values(["cost_usd", "team", "environment", "pool", "model"],
@@ -317,13 +314,16 @@ def placement_rightsize(store, f: Filters, throughput: dict[str, float] | None =
 def _held_cloud(usage: pd.DataFrame, f: Filters) -> dict[str, list]:
     """placement.sql's {cloud_*} arrays: the GPU-hours and utilized GPU-hours each team (of the team
     filter; not "unallocated") held in each cloud, from placement_usage()."""
-    keep = usage["held"].astype(bool) & (usage["team"] != "unallocated") & (usage["environment"] != "onprem")
-    if f.teams:
-        keep &= usage["team"].isin(f.teams)
-    held = usage[keep].groupby(["team", "environment"], observed=True)[["gpu_hours", "utilized_gpu_hours"]].sum()
+    held = usage[_held_by_teams(usage, f) & (usage["environment"] != "onprem")].groupby(["team", "environment"], observed=True)[["gpu_hours", "utilized_gpu_hours"]].sum()
     return {"cloud_teams": [str(t) for t, _ in held.index], "cloud_envs": [str(e) for _, e in held.index],
             "cloud_gpu_hours": held["gpu_hours"].astype(float).tolist(),
             "cloud_utilized": held["utilized_gpu_hours"].astype(float).tolist()}
+
+
+def _held_by_teams(usage: pd.DataFrame, f: Filters) -> pd.Series:
+    """The placement_usage() rows of GPU time held by a team (not "unallocated") the filters select."""
+    keep = usage["held"].astype(bool) & (usage["team"] != "unallocated")
+    return keep & usage["team"].isin(f.teams) if f.teams else keep
 
 
 def onprem_pools(usage: pd.DataFrame) -> list[str]:

@@ -19,7 +19,8 @@ from dash import Input, Output, State, callback, dcc, html
 
 from dashboard import components as c
 from dashboard import figures, ids, queries, state
-from dashboard.filters import MAX_VALUE, Filters, shown
+from dashboard.filters import MAX_VALUE, Filters
+from dashboard.focus import url_value
 
 PAGE = "gpu"
 dash.register_page(__name__, path="/gpu", name="GPUs", title="GPU · gpuledger", order=8)
@@ -46,21 +47,9 @@ def gpu_href(gpu_uuid: str, mig_instance: str, f: Filters) -> str:
     return "/gpu?" + urlencode({**own, **f.query()}, doseq=True)
 
 
-def param(value, name: str, notes: list[str]) -> str:
-    """One URL parameter as text: the first of several, at most MAX_VALUE printable characters."""
-    if isinstance(value, list):
-        value = value[0] if value else ""
-    if not isinstance(value, str):
-        return ""
-    if len(value) > MAX_VALUE or not value.isprintable():
-        notes.append(f"{name} {shown(value)} ignored (at most {MAX_VALUE} printable characters)")
-        return ""
-    return value.strip()
-
-
 def layout(gpu_uuid="", mig_instance="", **query):
     f, notes = state.filters_from_url(query), []
-    gpu, mig = param(gpu_uuid, "gpu_uuid", notes), param(mig_instance, "mig_instance", notes)
+    gpu, mig = url_value(gpu_uuid, "gpu_uuid", notes), url_value(mig_instance, "mig_instance", notes)
     if not gpu:
         return c.page(PAGE, "GPUs", f, [
             html.Div(className="control", children=[
