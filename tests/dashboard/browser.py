@@ -55,9 +55,15 @@ def by_json_id(driver, id_: dict):
 
 def pick(driver, id_: dict, value: str) -> None:
     """Choose ``value`` in a dcc.Dropdown (Dash 4: a button opening a list of options)."""
-    by_json_id(driver, id_).click()
-    option = wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f"[role=option] input[value='{value}']"),
-                  f"no option {value!r} in {id_}")[0]
+    def opened(d):
+        # A click made while Dash re-renders the dropdown is lost: open it again until the list shows.
+        found = d.find_elements(By.CSS_SELECTOR, f"[role=option] input[value='{value}']")
+        if not found:
+            button = by_json_id(d, id_)
+            if button is not None and button.get_attribute("aria-expanded") != "true":
+                button.click()
+        return found
+    option = wait(driver, opened, f"no option {value!r} in {id_}")[0]
     option.find_element(By.XPATH, "./ancestor::*[@role='option']").click()
     driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
 
