@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,8 +37,14 @@ class StoreConfig:
     password: Secret | None = None          # for a server DSN written without its password
     raw_retention_days: int = 400           # TTL of gpu_samples; rollups are kept
     insert_batch_rows: int = 200_000        # rows per insert from the writer
+    cluster: str = ""                       # a ClickHouse cluster (remote_servers name): run against it
+    cluster_http_port: int = 0              # HTTP port of every node (0: the DSN's port)
 
     def validate(self):
+        if self.cluster and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.cluster):
+            return "cluster", f"a cluster name from the servers' remote_servers (letters, digits and _), got {self.cluster!r}"
+        if not 0 <= self.cluster_http_port < 65536:
+            return "cluster_http_port", "0 (the DSN's port) or a TCP port between 1 and 65535"
         if self.raw_retention_days < 1:
             return "raw_retention_days", "a number of days >= 1"
         if self.insert_batch_rows < 1:
@@ -119,6 +126,14 @@ class Config:
 
             dsn = f"{scheme}://{user}:{quote(self.store.password.get(), safe='')}@{hostpart}"
         return dsn
+
+
+def override_cluster(config: Config, cluster: str) -> None:
+    """``--cluster NAME`` on the command line: checked like ``store.cluster``."""
+    config.store.cluster = cluster
+    problem = config.store.validate()
+    if problem:
+        raise ConfigError(f"--cluster (store.{problem[0]}): expected {problem[1]}")
 
 
 SECTIONS = {f.name: f for f in dataclasses.fields(Config) if f.name != "source"}

@@ -20,7 +20,13 @@ ClickHouse cluster of shards × replicas:
   rows land) — with an inner engine it is replicated and gets its own ``Distributed`` table;
 * ``ALTER TABLE`` of columns is applied to both ``t_local`` and ``t``; other alterations
   (TTL, settings, indexes, partitions) to ``t_local`` only; ``DROP`` to both;
-* roles, profiles and grants get ``ON CLUSTER`` and the chosen database.
+* roles, profiles and grants get ``ON CLUSTER`` and the chosen database;
+* the alert engine's state (``REPLICATED_EVERYWHERE``: alert state, events, the notification
+  outbox, delivery attempts, silences) is not sharded: it is one ``Replicated*MergeTree`` table
+  under its plain name whose replicas are *every* node (Keeper path without ``{shard}``), so the
+  platform reads and writes it on the node it is connected to with no fan-out, a write is
+  visible to the next read on that node (the engine never sends a notification twice because it
+  reads what it just wrote), and any node that survives has all of it.
 
 A statement this module does not know how to make cluster-wide raises ``SchemaError``
 instead of being passed through or left out. Nothing here talks to ClickHouse.
@@ -43,6 +49,12 @@ LOCAL_SUFFIX = "_local"
 # Tables without a host column whose rows must meet on one shard by something other than their
 # ORDER BY key: a bill load replaces whole (month, provider, account) partitions.
 SHARDING_OVERRIDES = {"billing_line_items": "cityHash64(ProviderName, BillingAccountId)"}
+# Small tables the alert engine reads back right after writing: replicated to every node, not sharded.
+REPLICATED_EVERYWHERE = {"alert_state", "alert_events", "alert_notifications", "alert_delivery_attempts",
+                         "alert_silences"}
+EVERYWHERE_PATH = "/clickhouse/tables/all/{database}/{table}"
+EVERYWHERE_REPLICA = "{shard}_{replica}"   # unique across the whole cluster, not only within a shard
+HOST_KEY = "cityHash64(host)"
 COLUMN_ALTERS = ("ADD COLUMN", "DROP COLUMN", "MODIFY COLUMN", "RENAME COLUMN", "COMMENT COLUMN", "CLEAR COLUMN")
 _IDENT = r"`[^`]+`|[A-Za-z_][A-Za-z0-9_]*"
 _NAME = rf"(?:(?:{_IDENT})\.)?(?:{_IDENT})"
@@ -53,6 +65,12 @@ class ShardedTable:
     name: str
     engine: str
     sharding_key: str
+    local_engine: str = ""       # the single-node ENGINE clause (a staging copy of t_local uses it)
+
+    @property
+    def by_host(self) -> bool:
+        """Every row of a host lives on one shard: a shard can derive this table from its own rows."""
+        return self.sharding_key == HOST_KEY
 
 
 @dataclass
@@ -64,6 +82,7 @@ class ClusterSchema:
     tables: dict[str, ShardedTable] = field(default_factory=dict)   # name -> sharded table
     views: list[str] = field(default_factory=list)
     others: list[str] = field(default_factory=list)                  # non-MergeTree tables
+    everywhere: list[str] = field(default_factory=list)              # replicated to every node
 
     def __post_init__(self):
         for what, value in (("cluster", self.cluster), ("database", self.database)):
@@ -126,9 +145,15 @@ class ClusterSchema:
             self.others.append(name)
             return [f"{create} {self.qualified(name)} {self.on()}\n{columns}\nENGINE = {engine}"
                     f"{f'({args})' if args else ''}{_tail(after)}"]
+        if name in REPLICATED_EVERYWHERE:
+            everywhere_args = ", ".join([f"'{EVERYWHERE_PATH}'", f"'{EVERYWHERE_REPLICA}'"] + ([args] if args else []))
+            if name not in self.everywhere:
+                self.everywhere.append(name)
+            return [f"{create} {self.qualified(name)} {self.on()}\n{columns}\n"
+                    f"ENGINE = Replicated{engine}({everywhere_args}){_tail(after)}"]
         key = self._sharding_key(name, columns, after)
         replicated_args = ", ".join([f"'{REPLICATION_PATH}'", "'{replica}'"] + ([args] if args else []))
-        self.tables[name] = ShardedTable(name, engine, key)
+        self.tables[name] = ShardedTable(name, engine, key, f"{engine}{f'({args})' if args else ''}{_tail(after, False)}")
         return [
             f"{create} {self.local(name)} {self.on()}\n{columns}\n"
             f"ENGINE = Replicated{engine}({replicated_args}){_tail(after)}",
@@ -140,7 +165,7 @@ class ClusterSchema:
         if name in SHARDING_OVERRIDES:
             return SHARDING_OVERRIDES[name]
         if "host" in column_names(columns):
-            return "cityHash64(host)"
+            return HOST_KEY
         order = _clause(tail, "ORDER BY")
         if not order or order.strip("() ") in ("", "tuple"):
             return "rand()"
@@ -294,8 +319,9 @@ def column_names(columns: str) -> list[str]:
     return [n for n in names if n]
 
 
-def _tail(tail: str) -> str:
-    tail = re.sub(r"\bnon_replicated_deduplication_window\b", "replicated_deduplication_window", tail)
+def _tail(tail: str, replicated: bool = True) -> str:
+    if replicated:
+        tail = re.sub(r"\bnon_replicated_deduplication_window\b", "replicated_deduplication_window", tail)
     return "\n" + tail.strip() if tail.strip() else ""
 
 

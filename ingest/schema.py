@@ -10,10 +10,16 @@ from ingest.store import Store, connect
 log = logging.getLogger(__name__)
 
 
-def open_store(dsn: str, raw_retention_days: int | None = None) -> Store:
+def open_store(dsn: str, raw_retention_days: int | None = None, cluster: str = "", cluster_http_port: int = 0) -> Store:
     """Connect to the store at ``dsn`` and bring its schema up to date: the one way every
-    command, the platform and an agent writing to a server open a store."""
-    store = connect(dsn)
+    command, the platform and an agent writing to a server open a store. With ``cluster``, the
+    store is that ClickHouse cluster (``ingest/cluster_store.py``) and the schema its variant."""
+    if cluster:
+        from ingest.cluster_store import connect_cluster
+
+        store = connect_cluster(dsn, cluster, cluster_http_port)
+    else:
+        store = connect(dsn)
     applied = prepare(store, raw_retention_days)
     if applied:
         log.info("applied migrations to %s: %s", store.target, ", ".join(applied))
@@ -36,8 +42,9 @@ def prepare(store, raw_retention_days: int | None = None) -> list[str]:
 
 
 def set_retention(store, days: int) -> None:
+    local = getattr(store, "local_name", lambda t: t)("gpu_samples")     # a cluster: the TTL is on gpu_samples_local
     ddl = store.scalar(
-        "SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = 'gpu_samples'"
+        "SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = {t:String}", {"t": local}
     ) or ""
     current = re.search(r"TTL toDateTime\(ts\) \+ (?:INTERVAL|toIntervalDay\()\s*(\d+)", ddl)
     if current and int(current.group(1)) == days:

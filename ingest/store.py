@@ -162,12 +162,25 @@ class Store:
     def staging(self, like: str, *, engine: str = "") -> Iterator[Stage]:
         """A private, empty copy of table ``like`` (optionally with another ``engine`` clause),
         dropped when the block ends whatever happens."""
-        stage = Stage(self, like, f"{STAGE_PREFIX}{like}_{uuid.uuid4().hex[:12]}")
-        self.command(f"CREATE TABLE `{stage.name}` AS `{like}` {engine}".rstrip())
+        stage = self.stage_type(self, like, f"{STAGE_PREFIX}{like}_{uuid.uuid4().hex[:12]}")
+        stage.create(engine)
         try:
             yield stage
         finally:
-            self.command(f"DROP TABLE IF EXISTS `{stage.name}`")
+            stage.drop()
+
+    stage_type: type[Stage]              # set below: the Stage class this store makes (ClusterStore: its own)
+
+    def note_stage(self, name: str, like: str) -> None:
+        """Told of each staging table made for this store (a planning store answers reads of it)."""
+
+    def stage_partitions(self, name: str, expected: Sequence[str] = ()) -> list[str]:
+        """Ids of the partitions staging table ``name`` holds (a planning store answers ``expected``)."""
+        return self.partitions(name)
+
+    def insert_bytes(self, table: str, data: bytes, columns: Sequence[str], fmt: str, settings: dict | None = None) -> None:
+        """Insert ``data``, rows in ClickHouse format ``fmt`` with ``columns``, into ``table``."""
+        self.client.raw_insert(table, list(columns), insert_block=data, fmt=fmt, settings=settings or {})
 
     def drop_stale_stages(self, older_than_s: int = 86_400) -> list[str]:
         """Drop staging tables left behind by killed processes (older than ``older_than_s``)."""
@@ -201,6 +214,12 @@ class Stage:
     def __init__(self, store: Store, like: str, name: str):
         self.store, self.like, self.name = store, like, name
 
+    def create(self, engine: str = "") -> None:
+        self.store.command(f"CREATE TABLE `{self.name}` AS `{self.like}` {engine}".rstrip())
+
+    def drop(self) -> None:
+        self.store.command(f"DROP TABLE IF EXISTS `{self.name}`")
+
     def fill(self, select: str, parameters: dict | None = None, settings: dict | None = None,
              columns: Sequence[str] | None = None) -> None:
         """``INSERT INTO`` the stage the rows of ``select``, which yields ``columns`` (default: every
@@ -211,7 +230,7 @@ class Stage:
 
     def fill_bytes(self, data: bytes, columns: Sequence[str], fmt: str, settings: dict | None = None) -> None:
         """Insert ``data``, rows in ClickHouse format ``fmt`` with ``columns``, into the stage."""
-        self.store.client.raw_insert(self.name, list(columns), insert_block=data, fmt=fmt, settings=settings or {})
+        self.store.insert_bytes(self.name, data, columns, fmt, settings)
 
     def count(self) -> int:
         return int(self.store.scalar(f"SELECT count() FROM `{self.name}`"))
@@ -226,7 +245,7 @@ class Stage:
         is called with (partitions done, partitions in all) after each one."""
         table = table or self.like
         keys = ", ".join(f"`{k}`" for k in unless_stored)
-        pids = self.store.partitions(self.name)
+        pids = self.store.stage_partitions(self.name)
         for done, pid in enumerate(pids, 1):
             if unless_stored:
                 total, stored = self.store.rows(
@@ -251,7 +270,7 @@ class Stage:
     def replace_in(self, partition_ids: Sequence[str] = ()) -> None:
         """Make each partition of the table that the stage holds, and each of ``partition_ids``,
         exactly what the stage holds for it (a partition the stage has no rows for is dropped)."""
-        held = self.store.partitions(self.name)
+        held = self.store.stage_partitions(self.name, partition_ids)
         for pid in held:
             self.store.command(f"ALTER TABLE `{self.like}` REPLACE PARTITION ID '{pid}' FROM `{self.name}`")
         for pid in sorted(set(partition_ids) - set(held)):
@@ -262,6 +281,9 @@ class Stage:
     def exchange(self) -> None:
         """Swap the stage and the table it copies, atomically; the old rows go when the stage is dropped."""
         self.store.command(f"EXCHANGE TABLES `{self.name}` AND `{self.like}`")
+
+
+Store.stage_type = Stage
 
 
 def connect(dsn: str, *, create_database: bool = True) -> Store:

@@ -33,6 +33,8 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="gpuledger", description="GPU fleet observability and cost governance on ClickHouse.")
     top.add_argument("--config", help="config file (default: $GPULEDGER_CONFIG or ./gpuledger.toml)")
     top.add_argument("--store", help="store DSN, overriding the config (chdb:///dir or http://user:pass@host:8123/db)")
+    top.add_argument("--cluster", metavar="NAME",
+                     help="run against this ClickHouse cluster (remote_servers name), overriding store.cluster")
     top.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
     top.add_argument("--version", action=_Version, nargs=0, help="print the version and exit")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -51,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         cfg = configuration.load(args.config)
+        if getattr(args, "cluster", None):
+            configuration.override_cluster(cfg, args.cluster)
         return args.func(args, cfg)
     except GpuledgerError as exc:
         print(f"gpuledger: error: {exc}", file=sys.stderr)

@@ -48,7 +48,7 @@ def open_store(cfg, dsn: str | None = None):
     """Connect to the configured store (or ``dsn``) and bring its schema up to date."""
     from ingest.schema import open_store as open_dsn
 
-    return open_dsn(dsn or cfg.store_dsn(), cfg.store.raw_retention_days)
+    return open_dsn(dsn or cfg.store_dsn(), cfg.store.raw_retention_days, cfg.store.cluster, cfg.store.cluster_http_port)
 
 
 def beside(run: Callable, files: Callable | None = None) -> Callable:

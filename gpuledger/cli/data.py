@@ -38,6 +38,9 @@ def add_commands(sub) -> None:
     p.add_argument("--since", type=date.fromisoformat, help="first day (YYYY-MM-DD; default: analytics.lookback_days ago)")
     p.add_argument("--until", type=date.fromisoformat, help="last day (default: today)")
     p.add_argument("--force", action="store_true", help="recompute days even if their inputs did not change")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print every statement deriving one day (--since, default: the last day with samples) would "
+                        "run, in order (on a cluster: where each runs), and write nothing")
     p.set_defaults(func=beside(run_rollup))
 
 
@@ -45,7 +48,8 @@ def cmd_init(args, cfg) -> int:
     from ingest.migrations import schema_version
 
     store = open_store(cfg, args.store)
-    print(f"store {store.target} is at schema version {schema_version(store)}")
+    where = f" (cluster {cfg.store.cluster}, {len(store.shards)} shards)" if cfg.store.cluster else ""
+    print(f"store {store.target}{where} is at schema version {schema_version(store)}")
     return 0
 
 
@@ -122,7 +126,31 @@ def run_query(args, cfg, store, con) -> int:
 def run_rollup(args, cfg, store, con) -> int:
     from ingest.rollup.run import rollup
 
+    if args.dry_run:
+        return plan_rollup(args, cfg, store, con)
+
     report = rollup(store, cfg, since=args.since, until=args.until, force=args.force, progress=con.progress)
     con.print(f"derived {len(report.days)} day(s), {report.idle_windows} idle windows, "
               f"{report.findings} compliance findings in {report.seconds:.1f} s")
+    return 0
+
+
+def plan_rollup(args, cfg, store, con) -> int:
+    """``rollup --dry-run``: the rollup of one day run against a planning store (ingest/plan.py)."""
+    from ingest.cluster_store import ClusterStore, plan_cluster
+    from ingest.plan import PlanStore
+    from ingest.rollup.run import rollup
+
+    day = args.since or args.until
+    if day is None:
+        last = store.scalar("SELECT max(toDate(ts)) FROM gpu_samples")
+        day = last if last and last.year > 1970 else date.today()
+    cluster = isinstance(store, ClusterStore)
+    planner = plan_cluster(store) if cluster else PlanStore(store)
+    report = rollup(planner, cfg, since=day, until=day, force=True, progress=lambda message: None)
+    where = f"cluster {store.cluster}, {len(store.shards)} shard(s)" if cluster else "single node"
+    con.out(f"-- gpuledger rollup --dry-run: the statements deriving {day} would run ({where}); nothing was written\n")
+    if not report.days:
+        con.out(f"-- no samples or bills on {day}: only the compliance findings would be derived\n")
+    con.out("\n" + (planner.node.plan if cluster else planner.plan).render())
     return 0

@@ -5,6 +5,7 @@ benchmarks (``python -m bench``, each with its own private embedded store).
 """
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +15,9 @@ from base.errors import GpuledgerError
 
 def add_commands(subparsers) -> None:
     p = subparsers.add_parser("schema", help="print the store's DDL: single node, or the cluster variant (--cluster)")
-    p.add_argument("--cluster", metavar="NAME",
-                   help="generate for this cluster (remote_servers name): ON CLUSTER, Replicated*MergeTree, Distributed")
+    p.add_argument("--cluster", metavar="NAME", default=argparse.SUPPRESS,
+                   help="generate for this cluster (remote_servers name): ON CLUSTER, Replicated*MergeTree, Distributed "
+                        "(default: store.cluster, if set)")
     p.add_argument("--database", default="gpuledger", help="database name (default gpuledger)")
     p.set_defaults(func=cmd_schema)
 
@@ -29,9 +31,10 @@ def add_commands(subparsers) -> None:
 def cmd_schema(args, cfg) -> int:
     from ingest.cluster import cluster_schema, render, single_node_schema
 
-    if args.cluster:
-        schema, sections = cluster_schema(args.cluster, args.database)
-        header = (f"gpuledger schema for cluster {args.cluster}, database {args.database}: "
+    cluster = getattr(args, "cluster", None) or cfg.store.cluster
+    if cluster:
+        schema, sections = cluster_schema(cluster, args.database)
+        header = (f"gpuledger schema for cluster {cluster}, database {args.database}: "
                   f"{len(schema.tables)} sharded tables (t_local + Distributed t), {len(schema.views)} views.\n"
                   "Apply with: clickhouse-client --multiquery < this file  (see docs/deploy.md)")
     else:

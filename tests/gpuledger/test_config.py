@@ -23,7 +23,7 @@ def test_environment_overrides_file(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('[store]\ndsnn = "x"\n', "unknown key 'store.dsnn'; keys allowed in store: dsn, insert_batch_rows, password, raw_retention_days"),
+    ('[store]\ndsnn = "x"\n', "unknown key 'store.dsnn'; keys allowed in store: cluster, cluster_http_port, dsn, insert_batch_rows, password, raw_retention_days"),
     ('[server]\nport = "eighty"\n', "key 'server.port': expected a whole number, got 'eighty'"),
     ('[server]\nport = 70000\n', "key 'server.port': expected a TCP port between 1 and 65535"),
     ('[[teams]]\nbudget_usd_month = 5\n', "key 'teams[0].name': expected a value (str); this key is required"),

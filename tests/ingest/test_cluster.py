@@ -58,14 +58,20 @@ def test_no_table_or_view_is_left_out(store, generated):
         if m:
             created[m.group(2)] = text
     views = {n for n, e in single.items() if e == "View"}
-    tables = {n for n, e in single.items() if e.endswith("MergeTree")}
+    everywhere = set(schema.everywhere)                 # alert state: replicated to every node, not sharded
+    assert everywhere == {"alert_state", "alert_events", "alert_notifications", "alert_delivery_attempts", "alert_silences"}
+    tables = {n for n, e in single.items() if e.endswith("MergeTree")} - everywhere
     derived = {n for n, e in single.items() if e == "MaterializedView"}      # each shard's rows into its local table
-    assert views | tables | derived == set(single), f"unexpected engines: {single}"
+    assert views | tables | derived | everywhere == set(single), f"unexpected engines: {single}"
     missing = sorted(n for n in tables if n not in created or f"{n}_local" not in created)
-    missing += sorted(v for v in views | derived if v not in created)
+    missing += sorted(v for v in views | derived | everywhere if v not in created)
     assert missing == [], f"left out of the cluster schema: {missing}"
-    assert set(created) == tables | views | derived | {f"{t}_local" for t in tables}, \
+    assert set(created) == tables | views | derived | everywhere | {f"{t}_local" for t in tables}, \
         sorted(set(created) ^ (tables | views | derived))
+    for table in everywhere:
+        assert re.search(rf"ENGINE = Replicated{single[table]}\('/clickhouse/tables/all/{{database}}/{{table}}', "
+                         r"'\{shard\}_\{replica\}'", created[table]), created[table]
+        assert "Distributed" not in created[table]
     for view in derived:
         assert re.search(rf" TO {DB}\.\w+_local\s+AS SELECT\s.*\sFROM {DB}\.\w+_local\b", created[view], re.S), created[view]
     host_tables = {t for (t,) in store.rows("SELECT table FROM system.columns WHERE database = currentDatabase() "
@@ -89,7 +95,7 @@ def test_no_table_or_view_is_left_out(store, generated):
 def declustered(sql: str) -> str:
     """The generated statement with the cluster parts removed, so chDB can execute it."""
     sql = sql.replace(f" ON CLUSTER {CLUSTER}", "")
-    sql = re.sub(r"ENGINE = Replicated(\w+)\('[^']*', '\{replica\}'(?:, )?", r"ENGINE = \1(", sql)
+    sql = re.sub(r"ENGINE = Replicated(\w+)\('[^']*', '(?:\{shard\}_)?\{replica\}'(?:, )?", r"ENGINE = \1(", sql)
     sql = re.sub(rf"ENGINE = Distributed\({CLUSTER}, (\w+), (\w+), .*\)$", r"ENGINE = Merge(\1, '^\2$')", sql, flags=re.S)
     return sql
 
@@ -115,7 +121,9 @@ def test_local_tables_have_the_single_node_columns_and_views_compile(store, gene
         for table, cols in single.items():
             if table.startswith("_"):
                 continue
-            if engines[table].endswith("MergeTree"):
+            if engines[table].endswith("MergeTree") and f"{table}_local" not in cluster:   # replicated everywhere
+                assert cluster[table] == cols, table
+            elif engines[table].endswith("MergeTree"):
                 assert cluster[f"{table}_local"] == cols, table
                 keys = "SELECT sorting_key, partition_key, primary_key FROM system.tables WHERE database = {d:String} AND name = {t:String}"
                 assert store.rows(keys, {"d": DB, "t": f"{table}_local"}) == store.rows(keys, {"d": single_db, "t": table})
