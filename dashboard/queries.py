@@ -235,10 +235,8 @@ def hours(store, f: Filters) -> int:
     return int(run(store, "hours", f)["hours"].iloc[0])
 
 
-def placement_demand(store, f: Filters, baseline_q: float, n_hours: int | None = None) -> pd.DataFrame:
-    """``n_hours`` is hours() of the same filters when the caller has it already."""
-    n_hours = hours(store, f) if n_hours is None else n_hours
-    return run(store, "placement_demand", f, baseline_q=float(baseline_q), hours=int(n_hours))
+def placement_demand(store, f: Filters, baseline_q: float) -> pd.DataFrame:
+    return run(store, "placement_demand", f, baseline_q=float(baseline_q))
 
 
 def placement_usage(store, f: Filters) -> pd.DataFrame:
@@ -366,7 +364,7 @@ def placement(store, f: Filters, baseline_q: float, saturated_pct: float, queue_
     queued = queue_pressure(store, f, rates) if queued is None else queued
     waited = queued[queued["wait_p95_h"] >= queue_wait_h] if not queued.empty else queued
     sized = placement_rightsize(store, f, throughput, n_hours, usage=usage) if sized is None else sized
-    demand = placement_demand(store, f, baseline_q, n_hours) if demand is None else demand
+    demand = placement_demand(store, f, baseline_q) if demand is None else demand
     recs = run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
                baseline_teams=[str(t) for t in demand.get("team", [])],
                baseline_gpus=[float(g) for g in demand.get("cloud_baseline_gpus", [])],

@@ -65,12 +65,13 @@ def layout(**query):
           Output(ids.part(PAGE, "recommendations"), "children"), Input(ids.filters(PAGE), "data"))
 def render(data):
     f, st = state.filters_from_data(data), state.get()
-    n_hours, usage = queries.side_by_side(lambda: queries.hours(st.store, f), lambda: queries.placement_usage(st.store, f))
+    n_hours, usage, demand = queries.side_by_side(lambda: queries.hours(st.store, f),
+                                                  lambda: queries.placement_usage(st.store, f),
+                                                  lambda: queries.placement_demand(st.store, f, st.baseline_quantile))
     rates = queries.placement_rates(st.store, f, usage)
+    queued = queries.queue_pressure(st.store, f, rates)
     models = queries.placement_models(st.store, f, st.throughput, usage)
     sized = queries.placement_rightsize(st.store, f, st.throughput, n_hours, models, usage)
-    demand, queued = queries.side_by_side(lambda: queries.placement_demand(st.store, f, st.baseline_quantile, n_hours),
-                                          lambda: queries.queue_pressure(st.store, f, rates))
     recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, st.queue_burst_wait_hours,
                              rates, n_hours, queued, st.throughput, sized, demand, usage)
     total = html.P(f"Savings if every positive recommendation is taken: "

@@ -1,9 +1,13 @@
 -- Placement: each team's hourly held GPU demand over the range (an hour without demand counts
 -- as 0 GPUs), split into baseline (the {baseline_q} quantile of it: steady, suits on-prem) and
 -- burst (the rest: suits cloud). GPU-hours under the baseline line are baseline, above it burst.
--- Reads team_demand_hour (gpu_cost_hour summed per hour, team, environment and held); {hours} is
--- the number of hours with data in the range (hours.sql).
+-- Reads team_demand_hour (gpu_cost_hour summed per hour, team, environment and held); the series
+-- is as long as the range has hours with any GPU data, counted as hours.sql counts them.
 WITH
+    assumeNotNull((
+        SELECT toUInt64(uniqExact(hour)) FROM team_demand_hour
+        WHERE hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
+    )) AS data_hours,
     hourly AS
     (
         SELECT team, hour, sum(gpu_hours) AS gpus, sumIf(gpu_hours, environment != 'onprem') AS cloud_gpus
@@ -18,7 +22,7 @@ FROM
 (
     SELECT
         team,
-        greatest({hours:UInt64}, count())                                         AS hours,
+        greatest(data_hours, count())                                         AS hours,
         arraySort(arrayConcat(groupArray(gpus), arrayWithConstant(hours - count(), 0.)))       AS demand,
         arraySort(arrayConcat(groupArray(cloud_gpus), arrayWithConstant(hours - count(), 0.))) AS cloud,
         demand[toUInt64(floor({baseline_q:Float64} * (hours - 1))) + 1]           AS baseline_gpus,
