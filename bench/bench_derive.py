@@ -9,7 +9,11 @@
 * the complete derivation next to what it took before idle windows were exact to the sample:
   the same run less the sample-exact idle work (idle segments + stitching, timed on their own)
   plus the minute-resolution idle query it replaced (bench/minute_idle_windows.sql, timed on the
-  same store); goal: no more than 20 % slower.
+  same store); goal: no more than 20 % slower;
+* the complete derivation next to one plain ClickHouse scan of the same samples: ``GROUP BY``
+  (GPU entity, minute) with ``avg`` of GPU utilization, memory utilization and power, written
+  into a MergeTree table as the derivation writes its tables (the engine's own speed on this
+  machine in this run); goal: no more than 3x the scan.
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from bench import pandas_reference
-from bench.common import bench_store, report, row
+from bench.common import bench_store, best_of, report, row
 
 
 def days_of(store, since, until) -> list:
@@ -64,6 +68,23 @@ def minute_idle_windows(store, cfg, since, until) -> float:
     return time.perf_counter() - started
 
 
+SCAN_TABLE = """CREATE TABLE IF NOT EXISTS bench_minute_scan (host String, gpu_uuid String, mig_instance String,
+    minute DateTime, util_gpu Nullable(Float64), util_mem Nullable(Float64), power_w Nullable(Float64))
+ENGINE = MergeTree PARTITION BY toDate(minute) ORDER BY (host, gpu_uuid, mig_instance, minute)"""
+SCAN = """INSERT INTO bench_minute_scan
+SELECT host, gpu_uuid, mig_instance, toStartOfMinute(ts) AS minute, avg(util_gpu), avg(util_mem), avg(power_w)
+FROM gpu_samples GROUP BY host, gpu_uuid, mig_instance, minute"""
+
+
+def plain_scan(store) -> float:
+    """Seconds of the best of two plain GROUP BY (GPU entity, minute) scans of every sample."""
+    store.command(SCAN_TABLE)
+
+    def once(_):
+        store.command(SCAN)
+    return best_of(2, once, setup=lambda: store.command("TRUNCATE TABLE bench_minute_scan"))
+
+
 def run(quick: bool = False) -> list[dict]:
     import sim
     from gpuledger import config as configuration
@@ -91,6 +112,7 @@ def run(quick: bool = False) -> list[dict]:
     started = time.perf_counter()
     rollup(store, cfg, since=since, until=until, progress=lambda m: None, now=now)
     full = time.perf_counter() - started
+    scan = plain_scan(store)
     rollup_idle, exact_idle = rollup_and_idle(store, cfg, since, until)
     minute_idle = minute_idle_windows(store, cfg, since, until)
 
@@ -114,6 +136,8 @@ def run(quick: bool = False) -> list[dict]:
         row(f"complete derivation, sample-exact idle windows ({exact_idle:.1f} s) (ref: with minute idle windows "
             f"({minute_idle:.1f} s), before)", full, "s", full - exact_idle + minute_idle, "<= 1.2x before",
             higher_is_better=False),
+        row("complete derivation (ref: one plain GROUP BY (GPU, minute) scan of the same samples with avg of "
+            "util, memory and power)", full, "s", scan, "<= 3x scan (ratio: derivation / scan)"),
     ]
 
 

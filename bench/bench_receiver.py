@@ -53,13 +53,29 @@ def round_rows(agent: int, n: int) -> list[list]:
         job_id=f"job-{g}", source="nvml"))) for g in range(GPUS)]
 
 
+def start_server(web):
+    """``web`` served on a loopback port by werkzeug's threaded server, as ``gpuledger up`` serves
+    it (a 1024-connection backlog, no access log), in a daemon thread; returns the server."""
+    from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
+
+    class Server(ThreadedWSGIServer):
+        request_queue_size = 1024              # 500 senders connect at once
+
+    class Handler(WSGIRequestHandler):
+        def log_request(self, *args) -> None:  # as gpuledger up: no access log line per request
+            pass
+
+    server = Server("127.0.0.1", 0, web, handler=Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
 def serve(mode: str, ready, done) -> None:
     """The receiver (``mode`` "grouped", "one lock" or "http only") on a loopback port of a
     process of its own."""
     import logging
 
     from flask import Flask, request
-    from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
     from ingest.receiver import Receiver
     from ingest.schema import prepare
@@ -76,13 +92,6 @@ def serve(mode: str, ready, done) -> None:
             with self._lock:
                 return insert_valid(self.store, table, columns, rows, id, now)
 
-    class Server(ThreadedWSGIServer):
-        request_queue_size = 1024              # 500 senders connect at once
-
-    class Handler(WSGIRequestHandler):
-        def log_request(self, *args) -> None:  # as gpuledger up: no access log line per request
-            pass
-
     store = connect(f"chdb://{tempfile.mkdtemp(prefix='gpuledger-bench-receiver-')}")
     prepare(store)
     web = Flask("bench_receiver")
@@ -90,8 +99,7 @@ def serve(mode: str, ready, done) -> None:
         web.add_url_rule(PATH, "batch", lambda: (request.get_data(), "")[1], methods=["POST"])
     else:
         (OneLock if mode == "one lock" else Receiver)(store, auth=False).register(web)
-    server = Server("127.0.0.1", 0, web, handler=Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = start_server(web)
     ready.put(server.server_port)
     done.get()
     ready.put(store.scalar("SELECT count() FROM gpu_samples"))
@@ -112,7 +120,7 @@ async def _push_all(port: int, requests: list[list[bytes]]) -> tuple[float, list
             await writer.drain()
             answer = await reader.read()
             writer.close()
-            if not answer.startswith((b"HTTP/1.0 200", b"HTTP/1.1 200")):
+            if not answer.startswith((b"HTTP/1.0 20", b"HTTP/1.1 20")):
                 raise RuntimeError(f"a push was answered {answer[:200]!r}")
             latencies.append(time.perf_counter() - began)
 
@@ -124,9 +132,10 @@ async def _push_all(port: int, requests: list[list[bytes]]) -> tuple[float, list
     return time.perf_counter() - began, latencies
 
 
-def _request(port: int, body: bytes) -> bytes:
-    head = (f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Encoding: gzip\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
+def _request(port: int, body: bytes, path: str = PATH, content_type: str = "application/json",
+             encoding: str = "gzip") -> bytes:
+    head = (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Encoding: {encoding}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n")
     return head.encode() + body
 
 

@@ -40,8 +40,14 @@ def measure(gpus: int, days: int, interval_s: int, seed: int = 7, derive_too: bo
         cfg = configuration.load(str(files["config"]), env={})
         rollup(store, cfg, since=(end - timedelta(days=days)).date(), until=end.date(), progress=lambda m: None,
                now=end)
+    return sizes(store, TABLES, interval_s)
+
+
+def sizes(store, tables, interval_s: int) -> dict:
+    """Rows and compressed / uncompressed bytes of each of ``tables`` once merged (``OPTIMIZE ...
+    FINAL``), from system.parts; with the GPU entities in gpu_samples and their days of samples."""
     out = {}
-    for table in TABLES:
+    for table in tables:
         store.command(f"OPTIMIZE TABLE {table} FINAL")
         rows, compressed, uncompressed = store.rows(
             "SELECT sum(rows), sum(data_compressed_bytes), sum(data_uncompressed_bytes) FROM system.parts "
