@@ -82,6 +82,7 @@ class Platform:
 
         self.cfg = configuration.load(config_path, env={})
         self.store = bench_store("fleet10k")
+        self.highest = 0.0                     # bytes: the highest phase peak so far
         self.dashboard = None
         self.server = None
 
@@ -178,13 +179,15 @@ class Platform:
         try:
             status = Path("/proc/self/status").read_text()
             peak = next(int(line.split()[1]) * 1024.0 for line in status.splitlines() if line.startswith("VmHWM:"))
-            Path("/proc/self/clear_refs").write_text("5")
+            Path("/proc/self/clear_refs").write_text("5")      # also resets ru_maxrss: peak_rss keeps the max
+            self.highest = max(self.highest, peak)
             return peak
         except (OSError, StopIteration, ValueError):
             return 0.0
 
     def peak_rss(self) -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0
+        """The highest RSS (bytes) of the whole run: the phases' peaks and the current one."""
+        return max(self.highest, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024.0)
 
 
 def platform_process(config_path: str, inbox, outbox) -> None:

@@ -38,6 +38,7 @@ def download(page: str) -> str:
 
 # Utilization
 UTIL_ROWS = "utilization-rows"          # heatmap rows: pool or GPU
+UTIL_SEARCH = "utilization-search"      # narrows the page's lists of GPUs (heatmap by GPU, MIG tree)
 
 # Idle & waste: the focus on one GPU entity and idle window (dashboard/focus.py)
 IDLE_FOCUS = "idle-focus-data"          # dcc.Store holding the parsed focus, beside the filters store

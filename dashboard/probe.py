@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from dashboard import ids
 
-DEFAULT_INPUTS = {ids.UTIL_ROWS: "pool", ids.SILENCE_CREATE: 0, ids.SILENCE_EXPIRE: 0}
+DEFAULT_INPUTS = {ids.UTIL_ROWS: "pool", ids.UTIL_SEARCH: "", ids.SILENCE_CREATE: 0, ids.SILENCE_EXPIRE: 0}
 
 
 @dataclass

@@ -129,14 +129,20 @@ HEATMAPS = {("gpu", False): "util_heatmap_gpu", ("gpu", True): "util_heatmap_gpu
             ("pool", False): "util_heatmap_pool", ("pool", True): "util_heatmap_pool_day"}
 
 
+# Lists of GPUs show the top ones and a search, never every GPU of a large fleet (the CSVs ask for all).
+HEATMAP_GPUS = 200
+MIG_TREE_GPUS = 25
+
+
 def heatmap_query(f: Filters, rows: str = "pool") -> str:
     """The heatmap's query: buckets of a (UTC) day read gpu_cost_day, shorter ones gpu_cost_hour."""
     return HEATMAPS[("gpu" if rows == "gpu" else "pool", bucket_hours(f) == 24)]
 
 
-def util_heatmap(store, f: Filters, rows: str = "pool", max_entities: int = 200) -> pd.DataFrame:
+def util_heatmap(store, f: Filters, rows: str = "pool", search: str = "", max_entities: int = HEATMAP_GPUS) -> pd.DataFrame:
+    """Utilization per pool, or per GPU entity (the ``max_entities`` costliest matching ``search``), and bucket."""
     name = heatmap_query(f, rows)
-    extra = {"max_entities": max_entities} if rows == "gpu" else {}
+    extra = {"max_entities": max_entities, "search": search.strip()[:MAX_VALUE]} if rows == "gpu" else {}
     if not name.endswith("_day"):
         extra["bucket_h"] = bucket_hours(f)
     return run(store, name, f, **extra)
@@ -146,8 +152,9 @@ def util_distribution(store, f: Filters) -> pd.DataFrame:
     return run(store, "util_distribution", f)
 
 
-def mig_tree(store, f: Filters) -> pd.DataFrame:
-    return run(store, "mig_tree", f)
+def mig_tree(store, f: Filters, search: str = "", max_gpus: int = MIG_TREE_GPUS) -> pd.DataFrame:
+    """MIG instances under their GPU: the ``max_gpus`` GPUs with the most GPU-hours matching ``search``."""
+    return run(store, "mig_tree", f, search=search.strip()[:MAX_VALUE], max_gpus=max_gpus)
 
 
 # The Idle & waste queries take the page's focus on one GPU entity (dashboard/focus.py); NO_FOCUS:

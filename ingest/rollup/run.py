@@ -21,7 +21,7 @@ from base.events import ROLLUP_FINISHED, announce
 from base.sqlfiles import sql
 from ingest.rollup import compliance, configtables
 from ingest.rollup.attribution import rules_expression
-from ingest.rollup.replace import IN_ORDER, replace_day
+from ingest.rollup.replace import DERIVE_SETTINGS, replace_day
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[i
     if open_since and open_since.year > 1970:
         params["scan_from"] = min(params["scan_from"], open_since.replace(tzinfo=None))
     with store.staging("idle_windows") as stage:
-        stage.fill(sql("rollup/idle"), parameters=params | cutoff, settings=IN_ORDER)
+        stage.fill(sql("rollup/idle"), parameters=params | cutoff, settings=DERIVE_SETTINGS)
         computed = stage.count()
         starts = [t for t in (open_since, store.scalar(f"SELECT min(start) FROM `{stage.name}`")) if t and t.year > 1970]
         changed_from = min([start] + [t.replace(tzinfo=timezone.utc) for t in starts])

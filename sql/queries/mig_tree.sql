@@ -1,6 +1,8 @@
 -- Utilization: GPUs split into MIG instances, each instance listed under its GPU (level 0: the
--- GPU, level 1: its instances) with profile, main team (most GPU-hours), GPU-hours and utilization.
--- GPU-hours from gpu_cost_day (the range is whole UTC days), profiles from gpu_hour.
+-- GPU, level 1: its instances) with profile, main team (most GPU-hours), GPU-hours and utilization:
+-- the {max_gpus} GPUs with the most GPU-hours in the range, narrowed by {search} (found in host, GPU
+-- UUID, model or pool, any case; empty: every one), as gpu_top.sql narrows; `matches` is how many
+-- GPUs match in all. GPU-hours from the window's GPU costs, profiles from gpu_hour.
 WITH inst AS
 (
     -- main team: the one with the most GPU-hours on the instance in the range
@@ -15,6 +17,8 @@ WITH inst AS
         WHERE mig_instance != ''
           AND (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
           AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
+          AND ({search:String} = '' OR positionCaseInsensitiveUTF8(concat(host, ' ', gpu_uuid, ' ', model, ' ', pool),
+                                                                   {search:String}) > 0)
         GROUP BY host, gpu_uuid, mig_instance, team
     )
     GROUP BY host, gpu_uuid, mig_instance
@@ -32,9 +36,12 @@ gpus AS
     SELECT host, gpu_uuid,
            arraySort(k -> (length(k.1), k.1),
                      groupArray((i.mig_instance, p.mig_profile, i.i_pool, i.i_environment, i.i_model, i.i_team,
-                                 i.i_gpu_hours, i.i_utilized))) AS kids
+                                 i.i_gpu_hours, i.i_utilized))) AS kids,
+           sum(i.i_gpu_hours) AS gpu_total, count() OVER () AS matches
     FROM inst AS i LEFT JOIN profiles AS p USING (host, gpu_uuid, mig_instance)
     GROUP BY host, gpu_uuid
+    ORDER BY round(gpu_total, 6) DESC, host, gpu_uuid
+    LIMIT {max_gpus:UInt32}
 )
 -- n = 0: the GPU (level 0), n = 1..: its n-th instance (level 1)
 SELECT toUInt8(n > 0) AS level, host, gpu_uuid,
@@ -43,8 +50,8 @@ SELECT toUInt8(n > 0) AS level, host, gpu_uuid,
        if(n = 0, arrayStringConcat(arraySort(arrayDistinct(arrayMap(k -> k.6, kids))), ', '), kids[n].6) AS team,
        toUInt64(if(n = 0, length(kids), 1)) AS instances,
        if(n = 0, arraySum(arrayMap(k -> k.7, kids)), kids[n].7) AS gpu_hours,
-       100 * if(n = 0, arraySum(arrayMap(k -> k.8, kids)), kids[n].8) / nullIf(gpu_hours, 0) AS utilization_pct
+       100 * if(n = 0, arraySum(arrayMap(k -> k.8, kids)), kids[n].8) / nullIf(gpu_hours, 0) AS utilization_pct,
+       matches
 FROM gpus
 ARRAY JOIN range(toUInt64(length(kids) + 1)) AS n
-ORDER BY host, gpu_uuid, level, length(mig_instance), mig_instance
-LIMIT 2000
+ORDER BY round(gpu_total, 6) DESC, host, gpu_uuid, level, length(mig_instance), mig_instance

@@ -120,7 +120,7 @@ def test_daily_heatmaps_equal_day_buckets_of_the_hourly_ones(demo):
     same(queries.util_heatmap(demo.store, f, "pool"), queries.run(demo.store, "util_heatmap_pool", f, bucket_h=24),
          "pool heatmap")
     same(queries.util_heatmap(demo.store, f, "gpu"),
-         queries.run(demo.store, "util_heatmap_gpu", f, bucket_h=24, max_entities=200), "GPU heatmap")
+         queries.run(demo.store, "util_heatmap_gpu", f, bucket_h=24, max_entities=200, search=""), "GPU heatmap")
 
 
 def test_runtime_matrix_counts_each_gpu_under_the_versions_gpu_hour_saw(demo):
@@ -176,3 +176,35 @@ def test_page_totals_equal_sums_over_the_hourly_costs(demo):
         n_hours = demo.store.scalar("SELECT uniqExact(hour) FROM gpu_cost_hour WHERE hour >= {start:DateTime('UTC')} "
                                     "AND hour < {end:DateTime('UTC')}", f.params())
         assert queries.hours(demo.store, f) == n_hours and set(demand["hours"]) == {n_hours}
+
+
+def test_gpu_lists_show_the_top_gpus_and_a_search_narrows_them(demo):
+    """At 10,000 GPUs a list shows the top ones, never every GPU: the heatmap by GPU the costliest
+    entities, the MIG tree the GPUs with the most GPU-hours; a search narrows both, and `matches`
+    says how many there are in all."""
+    f = windows(demo)[0]
+    p = f.params()
+    by_cost = demo.store.rows(
+        "SELECT host, gpu_uuid, mig_instance, sum(cost_usd) AS c FROM gpu_cost_day WHERE day >= {start_day:Date} "
+        "AND day < {end_day:Date} GROUP BY host, gpu_uuid, mig_instance ORDER BY c DESC", p)
+    assert len(by_cost) > 5 and by_cost[4][3] > by_cost[5][3]
+    heat = queries.util_heatmap(demo.store, f, "gpu", max_entities=5)
+    assert set(heat[["host", "gpu_uuid", "mig_instance"]].itertuples(index=False, name=None)) == \
+        {r[:3] for r in by_cost[:5]}
+    assert set(heat["matches"]) == {len(by_cost)}
+    host = by_cost[-1][0]
+    found = queries.util_heatmap(demo.store, f, "gpu", search=host.upper())
+    assert set(found["host"]) == {host}
+    assert set(found["matches"]) == {sum(r[0] == host for r in by_cost)}
+
+    hours = demo.store.rows(
+        "SELECT host, gpu_uuid, sum(gpu_hours) AS h FROM gpu_cost_day WHERE mig_instance != '' AND day >= {start_day:Date} "
+        "AND day < {end_day:Date} GROUP BY host, gpu_uuid ORDER BY round(h, 6) DESC, host, gpu_uuid", p)
+    assert len(hours) > 2
+    tree = queries.mig_tree(demo.store, f, max_gpus=2)
+    gpus = tree[tree["level"] == 0]
+    assert list(zip(gpus["host"], gpus["gpu_uuid"])) == [r[:2] for r in hours[:2]]
+    assert set(tree["matches"]) == {len(hours)}
+    last = hours[-1][1]
+    narrowed = queries.mig_tree(demo.store, f, search=last)
+    assert set(narrowed["gpu_uuid"]) == {last} and set(narrowed["matches"]) == {1}

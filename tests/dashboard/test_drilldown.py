@@ -18,6 +18,7 @@ from selenium.common.exceptions import (
 )
 from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 from dashboard import drill, ids, queries
 from tests.dashboard.browser import open_page, part, pick, table_rows, wait
@@ -276,6 +277,35 @@ def test_utilization_heatmap_cell_and_mig_row_open_the_gpu(site, browser, span):
         return "child" in (tr.get_attribute("class") or "")
     texts = click_link(browser, ids.part("utilization", "mig"), child, 0)
     assert_gpu_page(browser, parents[-1], texts[0].split()[-1], span)
+
+
+def test_utilization_search_narrows_the_gpu_lists_and_survives_a_reload(site, browser, span):
+    host = site.store.rows(
+        "SELECT host FROM gpu_cost_day WHERE mig_instance != '' AND day >= {start_day:Date} AND day < {end_day:Date} "
+        "GROUP BY host ORDER BY host DESC LIMIT 1", span["params"])[0][0]
+    gpus = {r[0] for r in site.store.rows(
+        "SELECT DISTINCT gpu_uuid FROM gpu_cost_day WHERE host = {h:String} AND day >= {start_day:Date} "
+        "AND day < {end_day:Date}", {**span["params"], "h": host})}
+    open_page(browser, f"{site.url}/utilization{span['search']}&rows=gpu", "utilization")
+    part(browser, "utilization", "heatmap", chart=True)
+    box = wait(browser, lambda d: d.find_element(By.ID, ids.UTIL_SEARCH), "no search box")
+    box.send_keys(host, Keys.ENTER)
+    assert wait_url(browser, "/utilization", find=host, rows="gpu")
+    for reload in (False, True):
+        if reload:
+            browser.refresh()
+            open_page(browser, browser.current_url, "utilization")
+
+        def heatmap_gpus(d):
+            return d.execute_script("""
+                const gd = document.querySelector('#utilization-heatmap .js-plotly-plot');
+                const t = gd && gd.data && gd.data.find(tr => tr.type === 'heatmap');
+                return t ? t.text.flat().map(c => c.split('\\t')[0]) : null;""")
+        wait(browser, lambda d: set(heatmap_gpus(d) or ["?"]) <= gpus, f"the heatmap never narrowed to {host}")
+        rows = wait(browser, lambda d: table_rows(part(d, "utilization", "mig")) or False, "no MIG rows")
+        parents = [r[0] for r in rows if r and not r[0].startswith("└")]
+        assert parents and all(p.startswith(host + " ") for p in parents), parents
+        assert wait(browser, lambda d: d.find_element(By.ID, ids.UTIL_SEARCH), "no search box").get_attribute("value") == host
 
 
 def test_idle_timeline_bar_opens_the_gpu(site, browser, span):
