@@ -230,6 +230,12 @@ class ClusterStage(Stage):
     def count(self) -> int:
         return sum(int(self.store.on_shard(s).scalar(f"SELECT count() FROM {self.local}") or 0) for s in self.store.shards)
 
+    def earliest(self, column: str):
+        """The smallest ``column`` of every shard's copy (read on the replicas that filled them)."""
+        found = [self.store.on_shard(s).scalar(f"SELECT if(count() = 0, NULL, min(`{column}`)) FROM {self.local}")
+                 for s in self.store.shards]
+        return min((t for t in found if t is not None), default=None)
+
     def attach_to(self, table: str | None = None, *, unless_stored: Sequence[str] = (),
                   progress: Callable[[int, int], None] | None = None) -> None:
         target = f"{self.store.target.database}.{self.store.local_name(table or self.like)}"

@@ -235,6 +235,10 @@ class Stage:
     def count(self) -> int:
         return int(self.store.scalar(f"SELECT count() FROM `{self.name}`"))
 
+    def earliest(self, column: str):
+        """The smallest ``column`` the stage holds (an empty stage: None)."""
+        return self.store.scalar(f"SELECT if(count() = 0, NULL, min(`{column}`)) FROM `{self.name}`")
+
     def attach_to(self, table: str | None = None, *, unless_stored: Sequence[str] = (),
                   progress: Callable[[int, int], None] | None = None) -> None:
         """Add every partition of the stage to ``table`` (default: the table it copies).

@@ -204,7 +204,7 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[i
     with store.staging("idle_windows") as stage:
         stage.fill(sql("rollup/idle"), parameters=params | cutoff, settings=DERIVE_SETTINGS)
         computed = stage.count()
-        starts = [t for t in (open_since, store.scalar(f"SELECT min(start) FROM `{stage.name}`")) if t and t.year > 1970]
+        starts = [t for t in (open_since, stage.earliest("start")) if t and t.year > 1970]
         changed_from = min([start] + [t.replace(tzinfo=timezone.utc) for t in starts])
         months = {r[0] for r in store.rows(
             "SELECT DISTINCT _partition_id FROM idle_windows WHERE end >= {cutoff:DateTime64(3)}", cutoff)}

@@ -5,6 +5,7 @@ regroups the card, with totals checked against SQL written here; the toggles liv
 survive a reload."""
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -288,8 +289,16 @@ def test_utilization_search_narrows_the_gpu_lists_and_survives_a_reload(site, br
         "AND day < {end_day:Date}", {**span["params"], "h": host})}
     open_page(browser, f"{site.url}/utilization{span['search']}&rows=gpu", "utilization")
     part(browser, "utilization", "heatmap", chart=True)
-    box = wait(browser, lambda d: d.find_element(By.ID, ids.UTIL_SEARCH), "no search box")
-    box.send_keys(host, Keys.ENTER)
+    def searched(d):
+        # typed before Dash bound the box, the search is lost: type it again until the URL takes it
+        if query(d)[1].get("find") == [host]:
+            return True
+        box = d.find_element(By.ID, ids.UTIL_SEARCH)
+        box.clear()
+        box.send_keys(host, Keys.ENTER)
+        time.sleep(1)
+        return False
+    wait(browser, searched, f"the search for {host} never reached the URL")
     assert wait_url(browser, "/utilization", find=host, rows="gpu")
     for reload in (False, True):
         if reload:

@@ -32,7 +32,7 @@ def test_every_windowed_query_reads_the_same_rows_hourly_over_whole_days(demo):
     same from the hourly rollups as from the daily ones."""
     today = demo.end.date()
     f = Filters(today - timedelta(days=3), today + timedelta(days=1), now=demo.end.replace(tzinfo=None))
-    extra = {"limit": 500, "gpu": "", "mig": "", "by": "job"}
+    extra = {"limit": 500, "gpu": "", "mig": "", "by": "job", "search": "", "max_gpus": 1000}
     assert len(WINDOWED) >= 7
     for daily in WINDOWED:
         a = demo.store.query_df(queries.query_sql(daily, daily=True), {**f.params(), **extra})
