@@ -319,7 +319,8 @@ def placement_rightsize(store, f: Filters, throughput: dict[str, float] | None =
 def _held_cloud(usage: pd.DataFrame, f: Filters) -> dict[str, list]:
     """placement.sql's {cloud_*} arrays: the GPU-hours and utilized GPU-hours each team (of the team
     filter; not "unallocated") held in each cloud, from placement_usage()."""
-    held = usage[_held_by_teams(usage, f) & (usage["environment"] != "onprem")].groupby(["team", "environment"], observed=True)[["gpu_hours", "utilized_gpu_hours"]].sum()
+    held = usage[_held_by_teams(usage, f) & (usage["environment"] != "onprem")]
+    held = held.groupby(["team", "environment"], observed=True)[["gpu_hours", "utilized_gpu_hours"]].sum()
     return {"cloud_teams": [str(t) for t, _ in held.index], "cloud_envs": [str(e) for _, e in held.index],
             "cloud_gpu_hours": held["gpu_hours"].astype(float).tolist(),
             "cloud_utilized": held["utilized_gpu_hours"].astype(float).tolist()}

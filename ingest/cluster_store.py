@@ -199,7 +199,6 @@ class ClusterStage(Stage):
 
     def create(self, engine: str = "") -> None:
         s, db, on = self.store, self.store.target.database, self.store.schema.on()
-        s.note_stage(self.name, self.like)
         s.node.command(f"CREATE TABLE {self.local} {on} AS {self.like_local}\n{engine or 'ENGINE = ' + self.table.local_engine}")
         s.node.command(f"CREATE TABLE {db}.{self.name} {on} AS {self.local}\n"
                        f"ENGINE = Distributed({s.cluster}, {db}, {self._bare_local()}, {self.table.sharding_key})")

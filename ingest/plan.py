@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from ingest.store import STAGE_PREFIX, Store, StoreTarget
+from ingest.store import Store, StoreTarget
 
 EACH = "<each>"        # a partition id only known when the plan runs
 
@@ -79,12 +78,6 @@ class PlanStore(Store):
     def insert_bytes(self, table: str, data: bytes, columns: Sequence[str], fmt: str, settings: dict | None = None) -> None:
         self.record(f"INSERT INTO {table} ({', '.join(f'`{c}`' for c in columns)}) FORMAT {fmt}", note=f"{len(data)} bytes")
 
-    @contextmanager
-    def staging(self, like: str, *, engine: str = ""):
-        with super().staging(like, engine=engine) as stage:
-            self.note_stage(stage.name, like)
-            yield stage
-
     def note_stage(self, name: str, like: str) -> None:
         self.plan.stages[name] = like
 
@@ -133,10 +126,6 @@ class PlanStore(Store):
 
     def close(self) -> None:
         pass
-
-
-def is_stage(name: str) -> bool:
-    return name.split(".")[-1].strip("`").startswith(STAGE_PREFIX)
 
 
 def _show(value) -> str:

@@ -163,6 +163,7 @@ class Store:
         """A private, empty copy of table ``like`` (optionally with another ``engine`` clause),
         dropped when the block ends whatever happens."""
         stage = self.stage_type(self, like, f"{STAGE_PREFIX}{like}_{uuid.uuid4().hex[:12]}")
+        self.note_stage(stage.name, like)
         stage.create(engine)
         try:
             yield stage

@@ -3,8 +3,9 @@ environment, MIG instances under their GPU.
 
 Its toggles live in the URL (``rows=gpu`` the heatmap's rows, ``by=`` the distribution's grouping,
 ``find=`` the search that narrows its lists of GPUs; dashboard/drill.py). The lists of GPUs (the
-heatmap by GPU, the MIG tree) show the top GPUs of the filters and the search, never every GPU. A heatmap cell opens its GPU (the GPU page) or its pool's environment (the
-Idle & waste page) for that day; a team's box opens the team's GPUs and idle windows.
+heatmap by GPU, the MIG tree) show the top GPUs of the filters and the search, never every GPU.
+A heatmap cell opens its GPU (the GPU page) or its pool's environment (the Idle & waste page) for
+that day; a team's box opens the team's GPUs and idle windows.
 """
 from __future__ import annotations
 
@@ -58,10 +59,11 @@ def render_heatmap(data, view):
     if rows == "gpu":
         df = queries.util_heatmap(state.get().store, f, "gpu", _find(view))
         graph = c.chart(df, source, f, lambda d: figures.util_heatmap_gpus(d, f), "GPU-hours")
-        shown = df.drop_duplicates(["host", "gpu_uuid", "mig_instance"]).shape[0] if not df.empty else 0
-        if shown and int(df["matches"].iloc[0]) > shown:
-            graph = html.Div([graph, html.P(f"{shown} of {int(df['matches'].iloc[0]):,} GPU entities shown; "
-                                            "search to narrow.", className="more")])
+        shown = len(df.drop_duplicates(["host", "gpu_uuid", "mig_instance"]))
+        matches = int(df["matches"].iloc[0]) if shown else 0
+        if matches > shown:
+            graph = html.Div([graph, html.P(f"{shown} of {matches:,} GPU entities shown; search to narrow.",
+                                            className="more")])
     else:
         df = queries.util_heatmap(state.get().store, f, "pool")
         graph = c.chart(df, source, f, lambda d: figures.util_heatmap_pools(d, f), "GPU-hours")
@@ -83,9 +85,8 @@ def render(data, view):
                     lambda d: figures.util_distribution(d.rename(columns={"key": "team"})), "held GPU-hours")
     table = c.table(mig, MIG_COLUMNS, "gpu_cost_day", f, "MIG instances", max_rows=len(mig), class_name="tree")
     if not mig.empty:
-        shown = mig
         drill.link_column(table, MIG_COLUMNS, "gpu", [drill.gpu_href(f, g, m) for g, m in
-                                                      zip(shown["gpu_uuid"], shown["mig_instance"])])
+                                                      zip(mig["gpu_uuid"], mig["mig_instance"])])
     return drill.clickable(graph, PAGE, f"distribution-{by}", dist.get("key", [])), table
 
 

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         cfg = configuration.load(args.config)
-        if getattr(args, "cluster", None):
+        if args.cluster:
             configuration.override_cluster(cfg, args.cluster)
         return args.func(args, cfg)
     except GpuledgerError as exc:

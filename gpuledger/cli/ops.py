@@ -31,7 +31,7 @@ def add_commands(subparsers) -> None:
 def cmd_schema(args, cfg) -> int:
     from ingest.cluster import cluster_schema, render, single_node_schema
 
-    cluster = getattr(args, "cluster", None) or cfg.store.cluster
+    cluster = cfg.store.cluster          # schema --cluster NAME (or the global --cluster) overrides it
     if cluster:
         schema, sections = cluster_schema(cluster, args.database)
         header = (f"gpuledger schema for cluster {cluster}, database {args.database}: "
