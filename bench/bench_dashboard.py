@@ -83,7 +83,7 @@ GENERATE = [
 ]
 
 
-# The daily rollups, written per day as the scheduler does (ingest/rollup/derive.py cost_day).
+# The daily rollups, written as the scheduler does (ingest/rollup/run.py daily_rollups).
 DAILY = [("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand")]
 
 
@@ -99,11 +99,11 @@ def generate(store, gpus: int, days: int) -> int:
 
 def derive_daily(store) -> None:
     """gpu_cost_day and team_demand_hour of every day in gpu_cost_hour, from the scheduler's queries."""
-    from ingest.rollup.replace import replace_day
+    from ingest.rollup.replace import replace_days
 
-    for (day,) in store.rows("SELECT DISTINCT toDate(hour) AS d FROM gpu_cost_hour ORDER BY d"):
-        for table, sql_name in DAILY:
-            replace_day(store, table, day, sql_name, {})
+    days = [day for (day,) in store.rows("SELECT DISTINCT toDate(hour) AS d FROM gpu_cost_hour ORDER BY d")]
+    for table, sql_name in DAILY:
+        replace_days(store, table, days, sql_name, {})
 
 
 def page_queries(store, f, st) -> dict:

@@ -20,6 +20,9 @@ ClickHouse cluster of shards × replicas:
   rows land) — with an inner engine it is replicated and gets its own ``Distributed`` table;
 * ``ALTER TABLE`` of columns is applied to both ``t_local`` and ``t``; other alterations
   (TTL, settings, indexes, partitions) to ``t_local`` only; ``DROP`` to both;
+* a table rebuilt under a new name (``INSERT INTO t SELECT * FROM u``, ``EXCHANGE TABLES``)
+  copies through the ``Distributed`` tables and exchanges the ``_local`` ones (a replica keeps
+  the Keeper path it was created with, under the name it now has);
 * roles, profiles and grants get ``ON CLUSTER`` and the chosen database;
 * the alert engine's state (``REPLICATED_EVERYWHERE``: alert state, events, the notification
   outbox, delivery attempts, silences) is not sharded: it is one ``Replicated*MergeTree`` table
@@ -34,7 +37,7 @@ instead of being passed through or left out. Nothing here talks to ClickHouse.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from base.errors import SchemaError
@@ -116,13 +119,18 @@ class ClusterSchema:
             return self._drop(text)
         if re.match(r"(TRUNCATE|OPTIMIZE) TABLE", head):
             return [self._local_only(text)]
+        if head.startswith("INSERT INTO"):
+            return [self._copy(text)]
+        if head.startswith("EXCHANGE TABLES"):
+            return [self._exchange(text)]
         if re.match(r"CREATE (SETTINGS PROFILE|ROLE|USER|ROW POLICY|QUOTA)", head):
             return [self._access(text)]
         if head.startswith("GRANT") or head.startswith("REVOKE"):
             return [self._grant(text)]
         raise SchemaError(
             f"don't know how to make this statement cluster-wide: {_first_line(text)!r}. Write migrations as "
-            "CREATE TABLE / VIEW / MATERIALIZED VIEW, ALTER TABLE or DROP, or extend ingest/cluster.py")
+            "CREATE TABLE / VIEW / MATERIALIZED VIEW, ALTER TABLE, DROP, INSERT INTO t SELECT * FROM u or "
+            "EXCHANGE TABLES, or extend ingest/cluster.py")
 
     def _create_table(self, text: str) -> list[str]:
         m = re.match(rf"CREATE\s+(OR\s+REPLACE\s+)?TABLE\s+(IF\s+NOT\s+EXISTS\s+)?({_NAME})\s*", text, re.I | re.S)
@@ -244,11 +252,38 @@ class ClusterSchema:
         m = re.match(rf"DROP\s+(TABLE|VIEW)\s+(IF\s+EXISTS\s+)?({_NAME})\s*(.*)$", text, re.I | re.S)
         kind, name, tail = m.group(1).upper(), _bare(m.group(3)), m.group(4).strip()
         out = [f"DROP {kind} IF EXISTS {self.qualified(name)} {self.on()}{' ' + tail if tail else ''}"]
-        if name in self.tables:
+        # a table this schema has not created (a rebuild's copy left by a migration stopped half-way)
+        # may still be sharded
+        if name in self.tables or (kind == "TABLE" and m.group(2)):
             out.append(f"DROP {'VIEW' if kind == 'VIEW' else 'TABLE'} IF EXISTS {self.local(name)} {self.on()}"
                        f"{' ' + tail if tail else ''}")
-            del self.tables[name]
+            self.tables.pop(name, None)
         return out
+
+    def _copy(self, text: str) -> str:
+        """``INSERT INTO t SELECT * FROM u`` (a table rebuilt under a new name): through the
+        Distributed tables, each row to its shard, all written before the statement returns."""
+        m = re.fullmatch(rf"INSERT\s+INTO\s+({_NAME})\s+SELECT\s+\*\s+FROM\s+({_NAME})", text, re.I | re.S)
+        if not m:
+            raise SchemaError(f"don't know how to make this INSERT cluster-wide: {_first_line(text)!r} "
+                              "(only INSERT INTO t SELECT * FROM u is)")
+        return (f"INSERT INTO {self.qualified(m.group(1))} SELECT * FROM {self.qualified(m.group(2))} "
+                "SETTINGS insert_distributed_sync = 1")
+
+    def _exchange(self, text: str) -> str:
+        """``EXCHANGE TABLES a AND b``: of sharded tables, their ``_local`` tables (each Distributed
+        table reads the ``_local`` of its own name, so it now reads the other's rows), and each name
+        takes the other's engine for its staging copies."""
+        m = re.fullmatch(rf"EXCHANGE\s+TABLES\s+({_NAME})\s+AND\s+({_NAME})", text, re.I | re.S)
+        if not m:
+            raise SchemaError(f"cannot read {_first_line(text)!r}: expected EXCHANGE TABLES a AND b")
+        a, b = _bare(m.group(1)), _bare(m.group(2))
+        if (a in self.tables) != (b in self.tables):
+            raise SchemaError(f"EXCHANGE TABLES {a} AND {b}: one is sharded and the other not")
+        if a not in self.tables:
+            return f"EXCHANGE TABLES {self.qualified(a)} AND {self.qualified(b)} {self.on()}"
+        self.tables[a], self.tables[b] = replace(self.tables[b], name=a), replace(self.tables[a], name=b)
+        return f"EXCHANGE TABLES {self.local(a)} AND {self.local(b)} {self.on()}"
 
     def _local_only(self, text: str) -> str:
         m = re.match(rf"(TRUNCATE|OPTIMIZE)\s+TABLE\s+(IF\s+EXISTS\s+)?({_NAME})\s*(.*)$", text, re.I | re.S)

@@ -1,17 +1,26 @@
-"""Recompute one day of a derived table and swap it in atomically (REPLACE PARTITION).
+"""Recompute days of a derived table and swap them in atomically (REPLACE PARTITION).
 
-Every derived table is partitioned by day, so re-running a day is idempotent: the day's old
-rows are replaced by exactly the new ones, never added to.
+Every derived table is partitioned by day or, the daily rollups read over months, by month
+(``MONTHLY``), so re-running a day is idempotent: the day's old rows are replaced by exactly the
+new ones, never added to.
 """
 from __future__ import annotations
 
 from datetime import date, datetime, time
+from itertools import groupby
 
 from base.sqlfiles import sql
 
+# The daily rollups that pages and finance read over weeks and months, partitioned by month
+# (sql/migrations/017_monthly_rollups.sql): table -> its time column. Replacing some days of a
+# month copies the month's other days into the staging table as they are.
+MONTHLY = {"gpu_cost_day": "day", "team_demand_hour": "hour", "team_spend_day": "day", "gpu_waste_day": "day",
+           "showback_focus_day": "day"}
 
-def partition_id(day: date) -> str:
-    return day.strftime("%Y%m%d")
+
+def partition_id(table: str, day: date) -> str:
+    """The id of the partition of ``table`` that holds ``day``."""
+    return day.strftime("%Y%m" if table in MONTHLY else "%Y%m%d")
 
 
 # Derived queries read their inputs in the tables' order where they can: a window over a GPU's
@@ -30,8 +39,13 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
 
     ``keep=(time_column, since)``: rows of the day before ``since`` are copied from the table as
     they are and only the rest is computed (the query gets ``since`` as its ``from`` parameter).
+    Not for a ``MONTHLY`` table (replace_days).
     """
-    pid = partition_id(day)
+    if table in MONTHLY:
+        if keep:
+            raise ValueError(f"{table} is partitioned by month: its days are derived whole (replace_days)")
+        return replace_days(store, table, [day], sql_name, parameters, fills=fills)
+    pid = partition_id(table, day)
     start = datetime.combine(day, time.min)
     with store.staging(table) as stage:
         if keep:
@@ -42,3 +56,27 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
                    settings=DERIVE_SETTINGS)
         stage.replace_in(partition_ids=[pid])
         return stage.count()
+
+
+def replace_days(store, table: str, days: list[date], sql_name: str, parameters: dict, *,
+                 fills: dict | None = None) -> int:
+    """replace_day of every day of ``days``, one swap per partition: a ``MONTHLY`` table's month
+    is staged with its other days copied as they are and the given ones computed. Returns the
+    rows computed."""
+    if table not in MONTHLY:
+        return sum(replace_day(store, table, day, sql_name, parameters, fills=fills) for day in days)
+    computed = 0
+    for pid, group in groupby(sorted(set(days)), key=lambda d: partition_id(table, d)):
+        group = list(group)
+        with store.staging(table) as stage:
+            stage.fill(f"SELECT * FROM `{table}` WHERE _partition_id = {{p:String}} "
+                       f"AND NOT has({{days:Array(Date)}}, toDate(`{MONTHLY[table]}`))",
+                       parameters={"p": pid, "days": group}, columns=store.columns(table))
+            kept = stage.count()
+            for day in group:
+                stage.fill(sql(f"rollup/{sql_name}", **(fills or {})),
+                           parameters=parameters | {"day": day, "from": datetime.combine(day, time.min)},
+                           settings=DERIVE_SETTINGS)
+            stage.replace_in(partition_ids=[pid])
+            computed += stage.count() - kept
+    return computed

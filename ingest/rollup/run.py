@@ -21,7 +21,7 @@ from base.events import ROLLUP_FINISHED, announce
 from base.sqlfiles import sql
 from ingest.rollup import compliance, configtables
 from ingest.rollup.attribution import rules_expression
-from ingest.rollup.replace import DERIVE_SETTINGS, replace_day
+from ingest.rollup.replace import DERIVE_SETTINGS, replace_day, replace_days
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,7 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
         in_parallel(handles, days, lambda handle, day: rollup_day(handle, day, params, starts[day]))
         configtables.refresh(store, cfg)
         in_parallel(handles, days, costs)
+        daily_rollups(store, days, rules, rule_params)
     finally:
         for handle in handles[1:]:
             handle.close()
@@ -125,14 +126,19 @@ def rollup_day(store, day: date, params: dict, start: datetime | None = None) ->
 
 
 def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict, start: datetime | None = None) -> None:
-    """gpu_cost_hour, the idle segments, team_spend_day and the daily rollups of one day, after its rollups."""
+    """gpu_cost_hour and the idle segments of one day, after its rollups."""
     _steps(store, day, start, [
         ("billing_line_hour", "line_hours", {}, None, "hour"),
         ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour"),
-        ("gpu_idle_segments", "idle_segments", idle_params, None, "hour"),
-        ("team_spend_day", "spend", rule_params, {"bill_lines": bill_lines(rules)}, None),
-        ("gpu_cost_day", "cost_day", {}, None, None),
-        ("team_demand_hour", "team_demand", {}, None, None)])
+        ("gpu_idle_segments", "idle_segments", idle_params, None, "hour")])
+
+
+def daily_rollups(store, days: list[date], rules: str, rule_params: dict) -> None:
+    """team_spend_day, gpu_cost_day and team_demand_hour of ``days``, after their GPU-hour costs:
+    tables partitioned by month, so one month at a time on one handle (replace_days)."""
+    replace_days(store, "team_spend_day", days, "spend", rule_params, fills={"bill_lines": bill_lines(rules)})
+    replace_days(store, "gpu_cost_day", days, "cost_day", {})
+    replace_days(store, "team_demand_hour", days, "team_demand", {})
 
 
 def bill_lines(rules: str) -> str:
@@ -219,9 +225,7 @@ def derive_waste(store, since: date, until: date, rules: str, rule_params: dict)
     """gpu_waste_hour, gpu_waste_day and the FOCUS showback (which carries the waste) of every day
     from ``since`` to ``until`` (after the idle windows: a window that grows changes the waste of
     the hours it already covered)."""
-    day = since
-    while day <= until:
-        replace_day(store, "gpu_waste_hour", day, "waste", {})
-        replace_day(store, "gpu_waste_day", day, "waste_day", {})
-        replace_day(store, "showback_focus_day", day, "showback", rule_params, fills={"bill_lines": bill_lines(rules)})
-        day += timedelta(days=1)
+    days = [since + timedelta(days=i) for i in range((until - since).days + 1)]
+    replace_days(store, "gpu_waste_hour", days, "waste", {})
+    replace_days(store, "gpu_waste_day", days, "waste_day", {})
+    replace_days(store, "showback_focus_day", days, "showback", rule_params, fills={"bill_lines": bill_lines(rules)})

@@ -32,11 +32,10 @@ def small_fleet(store):
 
 def derive_daily(store, days) -> None:
     """gpu_cost_day and team_demand_hour from gpu_cost_hour, as the scheduler writes them."""
-    from ingest.rollup.replace import replace_day
+    from ingest.rollup.replace import replace_days
 
-    for day in days:
-        for table, sql_name in (("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand")):
-            replace_day(store, table, day, sql_name, {})
+    for table, sql_name in (("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand")):
+        replace_days(store, table, list(days), sql_name, {})
 
 
 def test_placement_moves_the_steady_cloud_baseline_on_prem(small_fleet):

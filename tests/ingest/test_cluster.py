@@ -57,6 +57,9 @@ def test_no_table_or_view_is_left_out(store, generated):
         m = re.match(rf"CREATE (?:OR REPLACE )?(TABLE|VIEW|MATERIALIZED VIEW) (?:IF NOT EXISTS )?{DB}\.(\w+) ON CLUSTER {CLUSTER}", text)
         if m:
             created[m.group(2)] = text
+        dropped = re.match(rf"DROP TABLE IF EXISTS {DB}\.(\w+) ON CLUSTER", text)
+        if dropped:                                     # a table rebuilt under a new name, then exchanged
+            created.pop(dropped.group(1), None)
     views = {n for n, e in single.items() if e == "View"}
     everywhere = set(schema.everywhere)                 # alert state: replicated to every node, not sharded
     assert everywhere == {"alert_state", "alert_events", "alert_notifications", "alert_delivery_attempts", "alert_silences"}
@@ -97,6 +100,8 @@ def declustered(sql: str) -> str:
     sql = sql.replace(f" ON CLUSTER {CLUSTER}", "")
     sql = re.sub(r"ENGINE = Replicated(\w+)\('[^']*', '(?:\{shard\}_)?\{replica\}'(?:, )?", r"ENGINE = \1(", sql)
     sql = re.sub(rf"ENGINE = Distributed\({CLUSTER}, (\w+), (\w+), .*\)$", r"ENGINE = Merge(\1, '^\2$')", sql, flags=re.S)
+    # a Merge table takes no INSERT: through one shard's Distributed table is into its _local one
+    sql = re.sub(r"^INSERT INTO (\S+) (.*) SETTINGS insert_distributed_sync = 1$", r"INSERT INTO \1_local \2", sql, flags=re.S)
     return sql
 
 

@@ -18,6 +18,7 @@ from base.errors import ConfigError, StoreError
 from ingest.cluster import cluster_schema
 from ingest.cluster_store import ClusterStore, plan_cluster, shards_from
 from ingest.plan import PlanStore
+from ingest.rollup.replace import partition_id
 
 CLUSTER = "gpu_fleet"
 SHARDS = shards_from([(1, 1, "ch-a"), (2, 2, "ch-b")], 8123)      # weights 1 and 2: slots [0,1) and [1,3)
@@ -72,7 +73,7 @@ def fills(steps, table: str):
 
 def test_cluster_rollup_plan_stages_on_local_tables_and_swaps_per_shard(loaded):
     store, cfg, day = loaded
-    db, pid = store.target.database, day.strftime("%Y%m%d")
+    db = store.target.database
     steps = cluster_plan(store, cfg, day)
     for step in steps:
         parse(store, step.sql)
@@ -91,7 +92,8 @@ def test_cluster_rollup_plan_stages_on_local_tables_and_swaps_per_shard(loaded):
 
     # the swap: REPLACE PARTITION on t_local, on each shard's replica that filled the copy
     for table in ("gpu_minute", "gpu_hour", "gpu_cost_hour", "team_spend_day", "showback_focus_day"):
-        swaps = [s for s in steps if re.fullmatch(rf"ALTER TABLE {db}\.{table}_local REPLACE PARTITION ID '{pid}' "
+        swaps = [s for s in steps if re.fullmatch(rf"ALTER TABLE {db}\.{table}_local REPLACE PARTITION ID "
+                                                  rf"'{partition_id(table, day)}' "
                                                   rf"FROM {db}\._stage_{table}_\w+_local", s.sql)]
         assert sorted(s.where for s in swaps) == sorted(shard_labels), table
     assert not any(re.search(r"(REPLACE|ATTACH|DROP) PARTITION", t) and not re.match(rf"ALTER TABLE {db}\.\w+_local ", t)
@@ -121,7 +123,9 @@ def test_each_shard_derives_its_own_gpus_and_reads_small_tables_whole(loaded):
         assert re.search(r"\bconfig_pools\b", text) and "config_pools_local" not in text   # small: read whole
         assert "billing_line_items_local" not in text
     for steps_of_shard in fills(steps, "team_spend_day").values():               # not sharded by host: all inputs whole
-        assert "_local" not in steps_of_shard[0].sql.split(") SELECT", 1)[1].rsplit(") WHERE", 1)[0]
+        kept, computed = steps_of_shard                 # by month: the month's other days copied, then the day
+        assert "_partition_id" in kept.sql
+        assert "_local" not in computed.sql.split(") SELECT", 1)[1].rsplit(") WHERE", 1)[0]
 
     # executed on the embedded store (which holds every shard's rows): each row is kept by exactly one shard
     def shard_rows(step) -> int:
@@ -130,7 +134,7 @@ def test_each_shard_derives_its_own_gpus_and_reads_small_tables_whole(loaded):
         return int(store.scalar(f"SELECT count() FROM ({select})", step.parameters))
 
     for table in ("gpu_minute", "team_spend_day"):
-        per_shard = [shard_rows(steps_[0]) for steps_ in fills(steps, table).values()]
+        per_shard = [shard_rows(steps_[-1]) for steps_ in fills(steps, table).values()]   # the day's own fill
         whole = _single_node_rows(store, cfg, table, day)
         assert sum(per_shard) == whole > 0, (table, per_shard, whole)
         assert table != "gpu_minute" or min(per_shard) > 0, per_shard     # 16 GPUs: both shards hold some
@@ -142,7 +146,7 @@ def _single_node_rows(store, cfg, table, day) -> int:
 
     planner = PlanStore(store)
     rollup(planner, cfg, since=day, until=day, force=True, progress=lambda m: None)
-    (step,) = [s for s in planner.plan.steps if re.match(rf"INSERT INTO `_stage_{table}_[0-9a-f]{{12}}` ", s.sql)]
+    *_, step = [s for s in planner.plan.steps if re.match(rf"INSERT INTO `_stage_{table}_[0-9a-f]{{12}}` ", s.sql)]
     select = re.sub(r"^INSERT INTO \S+ \([^)]*\) ", "", step.sql)
     return int(store.scalar(f"SELECT count() FROM ({select})", step.parameters))
 
@@ -202,7 +206,7 @@ def test_init_with_store_cluster_applies_what_schema_cluster_prints(monkeypatch,
     assert seen == {"dsn": "http://gl@ch-a:8123/gl", "cluster": CLUSTER, "http_port": 8124}
     assert "(cluster gpu_fleet, 2 shards) is at schema version 0" in capsys.readouterr().out
 
-    ddl = [s.sql for s in recorder.node.plan.steps if not s.sql.startswith("INSERT")]
+    ddl = [s.sql for s in recorder.node.plan.steps if not s.sql.startswith("INSERT INTO schema_migrations ")]
     assert main(["schema", "--database", "gl"]) == 0                 # store.cluster: the cluster variant
     printed = split_statements(capsys.readouterr().out)
     _, sections = cluster_schema(CLUSTER, "gl", include_roles=False)
@@ -216,8 +220,8 @@ def test_init_with_store_cluster_applies_what_schema_cluster_prints(monkeypatch,
     assert ddl[:len(expected)] == expected
     assert ddl[len(expected)] == "ALTER TABLE gl.gpu_samples_local ON CLUSTER gpu_fleet MODIFY TTL toDateTime(ts) + INTERVAL 400 DAY"
     assert ddl[len(expected) + 1:] == expected[:2]            # schema_version() makes sure schema_migrations exists
-    inserts = [s.sql for s in recorder.node.plan.steps if s.sql.startswith("INSERT")]
-    assert inserts and all(s.startswith("INSERT INTO schema_migrations ") for s in inserts)
+    recorded = [s.sql for s in recorder.node.plan.steps if s.sql.startswith("INSERT INTO schema_migrations ")]
+    assert len(recorded) == len([s for s, _ in sections if s.startswith("migrations/0")])   # one per migration
     assert {s.where for s in recorder.node.plan.steps} == {"node"}
 
 
