@@ -45,8 +45,8 @@ INSERT_SETTINGS = {"insert_distributed_sync": 1}
 # Reads and inserts of a Distributed staging table: the first replica of each shard, the one a fill used.
 STAGE_ROUTING = {"load_balancing": "in_order", "prefer_localhost_replica": 0}
 _DDL = re.compile(r"\s*(CREATE\s+(OR\s+REPLACE\s+)?(TABLE|VIEW|MATERIALIZED|SETTINGS|ROLE|USER|ROW|QUOTA)|ALTER\s+TABLE|"
-                  r"DROP\s+(TABLE|VIEW)|TRUNCATE|OPTIMIZE|GRANT|REVOKE|EXCHANGE\s+TABLES|"
-                  r"INSERT\s+INTO\s+\S+\s+SELECT\s+\*\s+FROM\s+\S+\s*$)\b", re.I)
+                  r"DROP\s+(TABLE|VIEW)|TRUNCATE|OPTIMIZE|GRANT|REVOKE|EXCHANGE\s+TABLES)\b|"
+                  r"\s*INSERT\s+INTO\s+\S+\s+SELECT\s+\*\s+FROM\s+\S+\s*$", re.I)
 _IDENT = r"`[^`]+`|[A-Za-z_][A-Za-z0-9_]*"
 
 
