@@ -1,4 +1,5 @@
--- gpu_cost_day for one UTC day {day:Date}, from gpu_cost_hour (and the day's versions from gpu_hour).
+-- gpu_cost_day for the UTC days from {from:DateTime} through {day:Date}, from gpu_cost_hour (and each
+-- day's versions from gpu_hour).
 SELECT
     toDate(c.hour) AS day, c.host AS host, c.gpu_uuid AS gpu_uuid, c.mig_instance AS mig_instance,
     c.environment AS environment, c.region AS region, c.pool AS pool, c.instance_id AS instance_id,
@@ -11,11 +12,12 @@ SELECT
 FROM gpu_cost_hour AS c
 LEFT JOIN
 (
-    SELECT host, gpu_uuid, mig_instance, argMax(driver_version, hour) AS driver, argMax(cuda_version, hour) AS cuda
+    SELECT toDate(hour) AS day, host, gpu_uuid, mig_instance, argMax(driver_version, hour) AS driver,
+        argMax(cuda_version, hour) AS cuda
     FROM gpu_hour
-    WHERE hour >= toDateTime({day:Date}, 'UTC') AND hour < toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY
-    GROUP BY host, gpu_uuid, mig_instance
-) AS v ON v.host = c.host AND v.gpu_uuid = c.gpu_uuid AND v.mig_instance = c.mig_instance
-WHERE c.hour >= toDateTime({day:Date}, 'UTC') AND c.hour < toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY
+    WHERE hour >= toDateTime({from:DateTime}, 'UTC') AND hour < toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY
+    GROUP BY day, host, gpu_uuid, mig_instance
+) AS v ON v.day = toDate(c.hour) AND v.host = c.host AND v.gpu_uuid = c.gpu_uuid AND v.mig_instance = c.mig_instance
+WHERE c.hour >= toDateTime({from:DateTime}, 'UTC') AND c.hour < toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY
 GROUP BY day, host, gpu_uuid, mig_instance, environment, region, pool, instance_id, instance_type, model,
          driver_version, cuda_version, team, held

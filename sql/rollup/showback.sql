@@ -1,5 +1,5 @@
--- showback_focus_day for one UTC day {day:Date}: the day's cost of the whole fleet in FOCUS
--- columns, attributed to teams (sql/README.md "FOCUS showback"). Four kinds of row:
+-- showback_focus_day for the UTC days from {from:DateTime} through {day:Date}: each day's cost of
+-- the whole fleet in FOCUS columns, attributed to teams (sql/README.md "FOCUS showback"). Four kinds of row:
 --   gpu-time             a bill line spread over GPU-hours (billing_line_hour), its part in each
 --                        hour split among the teams that held the instance's GPUs as gpu_cost_hour
 --                        split it: one row per line and team, the line's own FOCUS columns, its
@@ -15,10 +15,9 @@
 -- proportion to the line's part of each instance-hour's billed cost; for an on-prem component,
 -- in proportion to the component's part of the GPU-hour's cost.
 WITH
-    toDateTime({day:Date}, 'UTC') AS d0,
-    d0 + INTERVAL 1 DAY AS d1,
-    toDateTime(toStartOfMonth({day:Date}), 'UTC') AS month0,
-    -- the day's GPU cost and waste per GPU entity, hour and team
+    toDateTime({from:DateTime}, 'UTC') AS d0,
+    toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,
+    -- the GPU cost and waste per GPU entity, hour and team
     owned AS
     (
         SELECT c.*, w.idle_allocated_usd, w.idle_unallocated_usd, w.unused_usd, w.no_data_usd
@@ -62,7 +61,7 @@ WITH
     -- (by GPU-hours where that is 0), and the team's GPU-hours and waste by the line's part of it
     line_parts AS
     (
-        SELECT lh.line_item_key AS line_item_key, th.team AS team,
+        SELECT toDate(lh.hour) AS day, lh.line_item_key AS line_item_key, th.team AS team,
             arrayStringConcat(arraySort(arrayFilter(r -> r != '', groupUniqArrayArray(th.rules))), ', ') AS attributed_by,
             'gpu-time' AS method, 'cloud_gpu' AS component,
             sum(lh.share * if(t.usd != 0, th.usd / t.usd, th.gpu_hours / t.gpu_hours)) AS share,
@@ -81,11 +80,12 @@ WITH
             WHERE hour >= d0 AND hour < d1 GROUP BY instance_key, hour
         ) AS b ON b.instance_key = lh.instance_key AND b.hour = lh.hour
         WHERE lh.hour >= d0 AND lh.hour < d1
-        GROUP BY line_item_key, team
+        GROUP BY day, line_item_key, team
     ),
     whole_lines AS
     (
-        SELECT line_item_key, attribution.1 AS team, attribution.2 AS attributed_by, 'rule' AS method,
+        SELECT toDate(ChargePeriodStart, 'UTC') AS day, line_item_key, attribution.1 AS team,
+            attribution.2 AS attributed_by, 'rule' AS method,
             'cloud_other' AS component, 1. AS share, 0. AS gpu_hours, 0. AS idle_allocated_usd,
             0. AS idle_unallocated_usd, 0. AS unused_usd, 0. AS no_data_usd,
             toDateTime(ChargePeriodStart, 'UTC') AS first_hour, toDateTime(ChargePeriodEnd, 'UTC') AS end_hour
@@ -95,7 +95,7 @@ WITH
                (SELECT line_item_key FROM billing_line_hour WHERE hour >= d0 - INTERVAL 32 DAY AND hour < d1 + INTERVAL 32 DAY))
     )
 SELECT
-    {day:Date} AS day,
+    p.day AS day,
     toDateTime(l.BillingPeriodStart, 'UTC') AS BillingPeriodStart, toDateTime(l.BillingPeriodEnd, 'UTC') AS BillingPeriodEnd,
     toDateTime(greatest(p.first_hour, l.ChargePeriodStart), 'UTC') AS ChargePeriodStart,
     toDateTime(least(p.end_hour, l.ChargePeriodEnd), 'UTC') AS ChargePeriodEnd,
@@ -135,7 +135,8 @@ UNION ALL
 
 -- GPU-hours with no bill yet (list price), and on-prem GPU cost by component
 SELECT
-    {day:Date} AS day, month0 AS BillingPeriodStart, month0 + INTERVAL 1 MONTH AS BillingPeriodEnd,
+    toDate(hour) AS day, toDateTime(toStartOfMonth(day), 'UTC') AS BillingPeriodStart,
+    BillingPeriodStart + INTERVAL 1 MONTH AS BillingPeriodEnd,
     toDateTime(min(hour), 'UTC') AS ChargePeriodStart, toDateTime(max(hour) + INTERVAL 1 HOUR, 'UTC') AS ChargePeriodEnd,
     if(onprem, 'on-prem', '') AS BillingAccountId, if(onprem, 'On-premises GPU fleet', '') AS BillingAccountName,
     if(onprem, pool, '') AS SubAccountId, if(onprem, pool, '') AS SubAccountName,
@@ -184,4 +185,4 @@ FROM
     WHERE if(environment IN ('onprem', ''), component.1 != 'cloud_gpu', component.1 = 'cloud_gpu' AND estimated = 1)
       AND (component.2 != 0 OR component.3)
 )
-GROUP BY environment, onprem, region, pool, host, gpu_uuid, mig_instance, instance_id, instance_type, model, team, component
+GROUP BY day, environment, onprem, region, pool, host, gpu_uuid, mig_instance, instance_id, instance_type, model, team, component

@@ -1,9 +1,10 @@
--- team_spend_day for one UTC day {day:Date}: the day's GPU-hour costs by kind, plus the cloud
--- lines that were not spread over GPU-hours (storage, egress, support, instances with no
--- telemetry, non-USD lines), attributed by the same rules (bill_line_team.sql).
+-- team_spend_day for the UTC days from {from:DateTime} through {day:Date}: each day's GPU-hour
+-- costs by kind, plus the cloud lines that were not spread over GPU-hours (storage, egress,
+-- support, instances with no telemetry, non-USD lines), attributed by the same rules
+-- (bill_line_team.sql) to the day their charge period starts.
 WITH
-    toDateTime({day:Date}, 'UTC') AS d0,
-    d0 + INTERVAL 1 DAY AS d1
+    toDateTime({from:DateTime}, 'UTC') AS d0,
+    toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1
 SELECT day, team, environment, cost_kind, currency,
        sum(cost) AS cost, sum(estimated_cost) AS estimated_cost,
        sum(gpu_hours) AS gpu_hours, sum(utilized_gpu_hours) AS utilized_gpu_hours
@@ -21,7 +22,7 @@ FROM
 
     UNION ALL
 
-    SELECT toDate(d0) AS day, attribution.1 AS team, environment, 'cloud_other' AS cost_kind, currency, cost,
+    SELECT toDate(ChargePeriodStart, 'UTC') AS day, attribution.1 AS team, environment, 'cloud_other' AS cost_kind, currency, cost,
            0. AS estimated_cost, 0. AS gpu_hours, 0. AS utilized_gpu_hours
     FROM
     (

@@ -1,4 +1,4 @@
--- gpu_waste_hour for one UTC day {day:Date}, hours from {from:DateTime}. Per GPU entity and hour
+-- gpu_waste_hour for the hours from {from:DateTime} to the end of UTC day {day:Date}. Per GPU entity and hour
 -- (DESIGN.md "Waste"), with rate = cost_usd / covered_s, the hour's cost per covered second:
 --   idle_*_usd  = the cost of the idle segments inside idle windows (allocated / unallocated);
 --   unused_usd  = rate × Σ over covered time outside idle windows with known utilization of

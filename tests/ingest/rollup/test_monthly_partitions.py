@@ -1,16 +1,21 @@
 """The daily rollups partitioned by month (sql/migrations/017_monthly_rollups.sql,
 ingest/rollup/replace.py MONTHLY): the migration keeps every row, and deriving some days of a
-month replaces exactly those days."""
+month replaces exactly those days; a run of days derived by one query gives what a query per
+day gives."""
 from __future__ import annotations
 
 import shutil
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import pytest
 
 from base.sqlfiles import MIGRATIONS_DIR, split_statements
+from ingest.billing.load import ingest_billing
 from ingest.migrations import migrate
-from ingest.rollup.replace import MONTHLY, partition_id, replace_day, replace_days
+from ingest.rollup.attribution import rules_expression
+from ingest.rollup.replace import MONTHLY, RUN_DAYS, partition_id, replace_day, replace_days, runs
+from ingest.rollup.run import bill_lines, rollup
+from tests.ingest.rollup.conftest import at, focus_file, insert_samples, series
 
 COST_DAY = ["day", "host", "gpu_uuid", "environment", "team", "gpu_hours", "cost_usd"]
 DAYS = [date(2026, 2, 27), date(2026, 2, 28), date(2026, 3, 1)]
@@ -76,3 +81,53 @@ def test_deriving_days_of_a_month_replaces_those_days_only(store):
 
     with pytest.raises(ValueError, match="partitioned by month"):
         replace_day(store, "team_demand_hour", DAYS[0], "team_demand", {}, keep=("hour", datetime(2026, 2, 27, 6)))
+
+
+def test_runs_of_days_split_at_gaps_and_at_the_run_length():
+    days = [date(2026, 3, d) for d in (1, 2, 3, 5)] + [date(2026, 3, 10) + timedelta(days=i) for i in range(RUN_DAYS + 1)]
+    assert runs(days) == [(date(2026, 3, 1), date(2026, 3, 3)), (date(2026, 3, 5), date(2026, 3, 5)),
+                          (date(2026, 3, 10), date(2026, 3, 9) + timedelta(days=RUN_DAYS)),
+                          (date(2026, 3, 10) + timedelta(days=RUN_DAYS),) * 2]
+
+
+# what replace_days derives with one query for a run of days (ingest/rollup/run.py)
+RANGED = [("team_spend_day", "spend"), ("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand"),
+          ("gpu_waste_hour", "waste"), ("gpu_waste_day", "waste_day"), ("showback_focus_day", "showback")]
+
+
+def test_one_query_over_a_run_of_days_gives_what_a_query_per_day_gives(store, cfg, tmp_path):
+    # three days across a month's end: a cloud GPU whose bill line spans midnight, another with no bill
+    # (list price), an on-prem GPU idle then busy, and a storage line attributed by tag
+    aws = {"environment": "aws", "region": "us-east-1", "instance_id": "i-0abc", "instance_type": "p4d.24xlarge",
+           "pool": "aws-train", "host": "ip-10-0-0-1"}
+    insert_samples(store, series("2026-02-28T20:00", "2026-03-01T04:00", util_gpu=60.0, process_count=1, team="nlp"),
+                   **aws, gpu_uuid="GPU-0", gpu_index=0)
+    insert_samples(store, series("2026-03-01T22:00", "2026-03-02T02:00", util_gpu=30.0, process_count=1, team="vision"),
+                   **(aws | {"instance_id": "i-0def", "host": "ip-10-0-0-2"}), gpu_uuid="GPU-1", gpu_index=0)
+    insert_samples(store, series("2026-02-28T00:00", "2026-03-02T12:00", util_gpu=0.0, util_mem=0.0, power_w=100.0),
+                   host="dgx-1", gpu_uuid="GPU-9", environment="onprem", pool="dgx")
+    insert_samples(store, series("2026-03-02T12:00", "2026-03-03T00:00", util_gpu=80.0, power_w=400.0, process_count=1,
+                                 team="nlp"), host="dgx-1", gpu_uuid="GPU-9", environment="onprem", pool="dgx")
+    ingest_billing(store, [focus_file(tmp_path / "bill.csv", [
+        {"resource": "arn:aws:ec2:us-east-1:222222222222:instance/i-0abc", "start": "2026-02-28T20:00:00",
+         "end": "2026-03-01T04:00:00", "cost": "80.00", "effective": "64.00"},
+        {"resource": "vol-0123", "start": "2026-03-01T00:00:00", "end": "2026-03-02T00:00:00", "cost": "5.00",
+         "service": "Amazon Elastic Block Store", "category": "Storage", "tags": '{"team": "vision"}'}])],
+        progress=lambda m: None)
+    days = [date(2026, 2, 28), date(2026, 3, 1), date(2026, 3, 2)]
+    rollup(store, cfg, since=days[0], until=days[-1], now=at("2026-03-03T06:00:00"), progress=lambda m: None)
+
+    def snapshot(table: str) -> list[tuple]:
+        columns = ", ".join(f"round(`{c}`, 6)" if t.startswith(("Float", "Nullable(Float")) else f"toString(`{c}`)"
+                            for c, t in store.rows("SELECT name, type FROM system.columns WHERE database = currentDatabase() "
+                                                   "AND table = {t:String} ORDER BY position", {"t": table}))
+        return sorted(store.rows(f"SELECT {columns} FROM `{table}`"))
+
+    ranged = {table: snapshot(table) for table, _ in RANGED}
+    assert all(ranged.values()) and {r[1] for r in ranged["team_spend_day"]} >= {"nlp", "vision"}
+    rule_params: dict = {}
+    fills = {"bill_lines": bill_lines(rules_expression(cfg.attribution, rule_params))}
+    for table, sql_name in RANGED:
+        for day in days:
+            replace_days(store, table, [day], sql_name, rule_params, fills=fills if sql_name in ("spend", "showback") else None)
+        assert snapshot(table) == ranged[table], table
