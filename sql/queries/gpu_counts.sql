@@ -3,10 +3,17 @@
 -- GPU or one MIG instance of it (host, gpu_uuid, mig_instance). A GPU split into MIG instances is
 -- one GPU and as many GPU entities as it has instances (docs/dashboard.md "Definitions").
 -- Reads gpu_cost_day, like the rest of the Overview: the range is whole UTC days.
-SELECT uniqExact(host, gpu_uuid)                                            AS gpus,
-       uniqExact(host, gpu_uuid, mig_instance)                              AS gpu_entities,
-       uniqExactIf((host, gpu_uuid, mig_instance), mig_instance != '')      AS mig_instances,
-       uniqExactIf((host, gpu_uuid), mig_instance != '')                    AS mig_gpus
-FROM (__GPU_COST__)
-WHERE (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
-  AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
+-- Each entity once first (grouped by its key, then counted): four uniqExact over every day's row
+-- of a 10,000-GPU fleet took 4× as long.
+SELECT uniqExact(host, gpu_uuid)                      AS gpus,
+       count()                                        AS gpu_entities,
+       countIf(mig_instance != '')                    AS mig_instances,
+       uniqExactIf((host, gpu_uuid), mig_instance != '') AS mig_gpus
+FROM
+(
+    SELECT host, gpu_uuid, mig_instance
+    FROM (__GPU_COST__)
+    WHERE (empty({envs:Array(String)}) OR has({envs:Array(String)}, environment))
+      AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, team))
+    GROUP BY host, gpu_uuid, mig_instance
+)

@@ -23,35 +23,45 @@ WITH inst AS
     )
     GROUP BY host, gpu_uuid, mig_instance
 ),
-profiles AS
-(
-    SELECT host, gpu_uuid, mig_instance, any(mig_profile) AS mig_profile
-    FROM gpu_hour
-    WHERE mig_instance != '' AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
-    GROUP BY host, gpu_uuid, mig_instance
-),
 -- each GPU with its instances (sorted as listed), so that inst is computed once for both levels
 gpus AS
 (
     SELECT host, gpu_uuid,
            arraySort(k -> (length(k.1), k.1),
-                     groupArray((i.mig_instance, p.mig_profile, i.i_pool, i.i_environment, i.i_model, i.i_team,
-                                 i.i_gpu_hours, i.i_utilized))) AS kids,
-           sum(i.i_gpu_hours) AS gpu_total, count() OVER () AS matches
-    FROM inst AS i LEFT JOIN profiles AS p USING (host, gpu_uuid, mig_instance)
+                     groupArray((mig_instance, i_pool, i_environment, i_model, i_team, i_gpu_hours, i_utilized))) AS kids,
+           sum(i_gpu_hours) AS gpu_total, count() OVER () AS matches
+    FROM inst
     GROUP BY host, gpu_uuid
     ORDER BY round(gpu_total, 6) DESC, host, gpu_uuid
     LIMIT {max_gpus:UInt32}
+),
+-- the listed GPUs' instance profiles: gpu_hour is read for those GPUs only (its sorting key starts
+-- with host and GPU), not for every MIG instance of the range
+profiles AS
+(
+    SELECT host, gpu_uuid, mig_instance, any(mig_profile) AS mig_profile
+    FROM gpu_hour
+    WHERE (host, gpu_uuid) IN (SELECT host, gpu_uuid FROM gpus)
+      AND mig_instance != '' AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')}
+    GROUP BY host, gpu_uuid, mig_instance
 )
 -- n = 0: the GPU (level 0), n = 1..: its n-th instance (level 1)
-SELECT toUInt8(n > 0) AS level, host, gpu_uuid,
-       if(n = 0, '', kids[n].1) AS mig_instance, if(n = 0, '', kids[n].2) AS mig_profile,
-       kids[greatest(n, 1)].3 AS pool, kids[greatest(n, 1)].4 AS environment, kids[greatest(n, 1)].5 AS model,
-       if(n = 0, arrayStringConcat(arraySort(arrayDistinct(arrayMap(k -> k.6, kids))), ', '), kids[n].6) AS team,
-       toUInt64(if(n = 0, length(kids), 1)) AS instances,
-       if(n = 0, arraySum(arrayMap(k -> k.7, kids)), kids[n].7) AS gpu_hours,
-       100 * if(n = 0, arraySum(arrayMap(k -> k.8, kids)), kids[n].8) / nullIf(gpu_hours, 0) AS utilization_pct,
-       matches
-FROM gpus
-ARRAY JOIN range(toUInt64(length(kids) + 1)) AS n
-ORDER BY round(gpu_total, 6) DESC, host, gpu_uuid, level, length(mig_instance), mig_instance
+SELECT t.level AS level, t.host AS host, t.gpu_uuid AS gpu_uuid, t.mig_instance AS mig_instance,
+       if(t.level = 0, '', p.mig_profile) AS mig_profile, t.pool AS pool, t.environment AS environment,
+       t.model AS model, t.team AS team, t.instances AS instances, t.gpu_hours AS gpu_hours,
+       t.utilization_pct AS utilization_pct, t.matches AS matches
+FROM
+(
+    SELECT toUInt8(n > 0) AS level, host, gpu_uuid, gpu_total,
+           if(n = 0, '', kids[n].1) AS mig_instance,
+           kids[greatest(n, 1)].2 AS pool, kids[greatest(n, 1)].3 AS environment, kids[greatest(n, 1)].4 AS model,
+           if(n = 0, arrayStringConcat(arraySort(arrayDistinct(arrayMap(k -> k.5, kids))), ', '), kids[n].5) AS team,
+           toUInt64(if(n = 0, length(kids), 1)) AS instances,
+           if(n = 0, arraySum(arrayMap(k -> k.6, kids)), kids[n].6) AS gpu_hours,
+           100 * if(n = 0, arraySum(arrayMap(k -> k.7, kids)), kids[n].7) / nullIf(gpu_hours, 0) AS utilization_pct,
+           matches
+    FROM gpus
+    ARRAY JOIN range(toUInt64(length(kids) + 1)) AS n
+) AS t
+LEFT JOIN profiles AS p ON p.host = t.host AND p.gpu_uuid = t.gpu_uuid AND p.mig_instance = t.mig_instance
+ORDER BY round(t.gpu_total, 6) DESC, host, gpu_uuid, level, length(mig_instance), mig_instance
