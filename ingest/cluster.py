@@ -246,6 +246,11 @@ class ClusterSchema:
         if any(kinds):
             raise SchemaError(f"ALTER TABLE {name} mixes column changes with other changes; split it in two "
                                      "statements (columns go to both the local and the Distributed table)")
+        setting = re.fullmatch(r"MODIFY\s+SETTING\s+(.+)", ops, re.I | re.S)
+        if setting:                      # staging copies of t_local are created with these settings too
+            table = self.tables[name]
+            joiner = ", " if re.search(r"\bSETTINGS\b", table.local_engine, re.I) else "\nSETTINGS "
+            table.local_engine += joiner + setting.group(1).strip()
         return [local]
 
     def _drop(self, text: str) -> list[str]:

@@ -151,6 +151,13 @@ def test_alters_drops_and_materialized_views_follow_the_rules(store):
     assert ttl == [f"ALTER TABLE {DB}.gpu_samples_local ON CLUSTER {CLUSTER} MODIFY TTL ts + INTERVAL 30 DAY"]
     with pytest.raises(SchemaError, match="split it"):
         schema.rewrite("ALTER TABLE gpu_samples ADD COLUMN y UInt8, MODIFY TTL ts + INTERVAL 1 DAY")
+    # a setting reaches t_local and the engine clause its staging copies are created with
+    setting = schema.rewrite("ALTER TABLE gpu_samples MODIFY SETTING min_bytes_for_wide_part = 268435456")
+    assert setting == [f"ALTER TABLE {DB}.gpu_samples_local ON CLUSTER {CLUSTER} MODIFY SETTING min_bytes_for_wide_part = 268435456"]
+    assert schema.tables["gpu_samples"].local_engine.endswith("\nSETTINGS min_bytes_for_wide_part = 268435456")
+    schema.rewrite("ALTER TABLE gpu_samples MODIFY SETTING ttl_only_drop_parts = 1")
+    assert schema.tables["gpu_samples"].local_engine.endswith(
+        "SETTINGS min_bytes_for_wide_part = 268435456, ttl_only_drop_parts = 1")
     mv = schema.rewrite("CREATE MATERIALIZED VIEW IF NOT EXISTS per_host_day_mv TO per_host_day AS "
                         "SELECT toDate(ts) AS day, host, count() AS n FROM gpu_samples GROUP BY day, host")
     assert len(mv) == 1 and f"TO {DB}.per_host_day_local" in mv[0] and f"FROM {DB}.gpu_samples_local" in mv[0]

@@ -1,11 +1,9 @@
 """The hourly rollups the GPU page reads one GPU of keep a day's part in one file up to 256 MiB
 (sql/migrations/018_compact_hourly_parts.sql), and so do the staging copies the derivation swaps
-days in from."""
+days in from (on a cluster: tests/ingest/test_cluster.py)."""
 from __future__ import annotations
 
 import pytest
-
-from ingest.store import Stage
 
 WIDE_FROM = 268435456
 
@@ -18,12 +16,8 @@ def create_query(store, table: str) -> str:
 @pytest.mark.parametrize("table", ["gpu_hour", "gpu_cost_hour"])
 def test_hourly_rollups_and_their_stages_keep_parts_compact_up_to_256_mib(store, table):
     assert f"min_bytes_for_wide_part = {WIDE_FROM}" in create_query(store, table)
-    stage = Stage(store, table, f"{table}_stage_test")
-    stage.create()
-    try:
+    with store.staging(table) as stage:                  # what the derivation swaps a day in from
         assert f"min_bytes_for_wide_part = {WIDE_FROM}" in create_query(store, stage.name)
-    finally:
-        stage.drop()
 
 
 def test_other_tables_keep_the_default(store):
