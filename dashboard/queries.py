@@ -153,8 +153,19 @@ def util_distribution(store, f: Filters) -> pd.DataFrame:
 
 
 def mig_tree(store, f: Filters, search: str = "", max_gpus: int = MIG_TREE_GPUS) -> pd.DataFrame:
-    """MIG instances under their GPU: the ``max_gpus`` GPUs with the most GPU-hours matching ``search``."""
-    return run(store, "mig_tree", f, search=search.strip()[:MAX_VALUE], max_gpus=max_gpus)
+    """MIG instances under their GPU: the ``max_gpus`` GPUs with the most GPU-hours matching ``search``,
+    each instance with its profile at its latest hour in the window ('' on a GPU's row)."""
+    tree = run(store, "mig_tree", f, search=search.strip()[:MAX_VALUE], max_gpus=max_gpus)
+    if tree.empty:
+        return tree
+    kids = tree[tree["level"] == 1]
+    profiles = pd.DataFrame(columns=["host", "gpu_uuid", "mig_instance", "mig_profile"])
+    if not kids.empty:
+        profiles = run(store, "mig_profiles", f, hosts=list(kids["host"]), gpu_uuids=list(kids["gpu_uuid"]),
+                       mig_instances=list(kids["mig_instance"]), days=list(pd.to_datetime(kids["last_day"]).dt.date))
+    tree = tree.drop(columns="last_day").merge(profiles, on=["host", "gpu_uuid", "mig_instance"], how="left")
+    tree["mig_profile"] = tree["mig_profile"].fillna("").where(tree["level"] == 1, "")
+    return tree[[*tree.columns[:4], "mig_profile", *tree.columns[4:-1]]]
 
 
 # The Idle & waste queries take the page's focus on one GPU entity (dashboard/focus.py); NO_FOCUS:

@@ -75,8 +75,7 @@ def render_heatmap(data, view):
 def render(data, view):
     f, store = state.filters_from_data(data), state.get().store
     by = drill.parse_by((view or {}).get("by"))
-    dist, mig = queries.side_by_side(lambda: queries.util_distribution_by(store, f, by),
-                                     lambda: queries.mig_tree(store, f, _find(view)))
+    dist, mig = queries.util_distribution_by(store, f, by), queries.mig_tree(store, f, _find(view))
     if not mig.empty:
         mig = mig.assign(gpu=(mig["host"] + " " + mig["gpu_uuid"]).where(mig["level"] == 0,
                                                                            "└ MIG " + mig["mig_instance"]),

@@ -205,9 +205,10 @@ def test_gpu_lists_show_the_top_gpus_and_a_search_narrows_them(demo):
     gpus = tree[tree["level"] == 0]
     assert list(zip(gpus["host"], gpus["gpu_uuid"])) == [r[:2] for r in hours[:2]]
     assert set(tree["matches"]) == {len(hours)}
-    # each listed instance's profile is the one gpu_hour has for it (read for the listed GPUs only)
+    # each listed instance's profile is the one gpu_hour has for it at its latest hour in the window
+    # (read on that day only)
     profiles = {tuple(r[:3]): r[3] for r in demo.store.rows(
-        "SELECT host, gpu_uuid, mig_instance, any(mig_profile) FROM gpu_hour WHERE mig_instance != '' "
+        "SELECT host, gpu_uuid, mig_instance, argMax(mig_profile, hour) FROM gpu_hour WHERE mig_instance != '' "
         "AND hour >= {start:DateTime('UTC')} AND hour < {end:DateTime('UTC')} GROUP BY host, gpu_uuid, mig_instance", p)}
     kids = tree[tree["level"] == 1]
     assert len(kids) and all(kids["mig_profile"] != "") and set(tree.loc[tree["level"] == 0, "mig_profile"]) == {""}
