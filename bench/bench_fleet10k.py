@@ -373,7 +373,8 @@ def run(quick: bool = False) -> list[dict]:
             f"senders built in {time.perf_counter() - started:.0f} s")
         wall, latencies = asyncio.run(_push_all(port, senders))
         # Prometheus cuts a scrape into requests of 2,000 samples, family by family, so one GPU's
-        # sample can arrive in several requests: each is stored as a row of its own (partial rows)
+        # sample can arrive in several requests: each is stored as a row of its own (partial rows),
+        # which the derivation merges again (sql/rollup/split_samples.sql)
         rows_stored, stored = platform("samples_since", day + timedelta(hours=n["hours_before"]))
         if stored != agent_rows + rw_rows:
             raise RuntimeError(f"{stored:,} GPU samples stored of {agent_rows + rw_rows:,} sent")

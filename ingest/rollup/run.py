@@ -79,14 +79,19 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
     done = iter(range(1, len(days) + 1))
 
     idle_params = idle_parameters(cfg)
+    sources: dict[date, tuple[dict, dict]] = {}      # day -> its samples' source, found once for both reads
+
+    def rollups(handle, day):
+        sources[day] = sample_source(handle, day, idle_params["lookback_s"], params["max_gap_s"])
+        rollup_day(handle, day, params, starts[day], sources[day])
 
     def costs(handle, day):
-        cost_day(handle, day, rules, rule_params, idle_params, starts[day])
+        cost_day(handle, day, rules, rule_params, idle_params, starts[day], sources[day])
         progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
 
     try:
         # the rollups of every day first: a bill spanning days needs all their GPU-hours
-        in_parallel(handles, days, lambda handle, day: rollup_day(handle, day, params, starts[day]))
+        in_parallel(handles, days, rollups)
         configtables.refresh(store, cfg)
         in_parallel(handles, days, costs)
         daily_rollups(store, days, rules, rule_params)
@@ -120,17 +125,37 @@ def in_parallel(handles, days: list[date], work) -> None:
         list(pool.map(lambda i: [work(handles[i], day) for day in days[i::len(handles)]], range(len(handles))))
 
 
-def rollup_day(store, day: date, params: dict, start: datetime | None = None) -> None:
-    """gpu_minute and gpu_hour of one day — only from ``start`` on when given (earlier rows kept)."""
-    _steps(store, day, start, [("gpu_minute", "minute", params, None, "minute"), ("gpu_hour", "hour", {}, None, "hour")])
+def sample_source(store, day: date, before_s: int, after_s: int) -> tuple[dict, dict]:
+    """What the queries that read ``day``'s samples (minute.sql, idle_segments.sql) read them from,
+    as (fills, parameters): gpu_samples itself; or, where a GPU entity has more than one row at one
+    sample time in what they read (``before_s`` seconds before the day to ``after_s`` after it),
+    split_samples.sql, which merges those hosts' rows per entity and time (samples that arrived in
+    parts, as Prometheus remote_write sends them)."""
+    start = datetime.combine(day, dt_time.min)
+    hosts = [h for (h,) in store.rows(sql("rollup/split_hosts"), {
+        "from": start - timedelta(seconds=before_s), "until": start + timedelta(days=1, seconds=after_s)})]
+    if not hosts:
+        return {"samples": "gpu_samples"}, {}
+    return {"samples": sql("rollup/split_samples")}, {"split_hosts": hosts}
 
 
-def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict, start: datetime | None = None) -> None:
-    """gpu_cost_hour and the idle segments of one day, after its rollups."""
+def rollup_day(store, day: date, params: dict, start: datetime | None = None,
+               source: tuple[dict, dict] | None = None) -> None:
+    """gpu_minute and gpu_hour of one day — only from ``start`` on when given (earlier rows kept);
+    the samples from ``source`` (sample_source; found here when not given)."""
+    fills, found = source or sample_source(store, day, params["max_gap_s"], params["max_gap_s"])
+    _steps(store, day, start, [("gpu_minute", "minute", params | found, fills, "minute"),
+                               ("gpu_hour", "hour", {}, None, "hour")])
+
+
+def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict, start: datetime | None = None,
+             source: tuple[dict, dict] | None = None) -> None:
+    """gpu_cost_hour and the idle segments of one day, after its rollups (samples as rollup_day)."""
+    fills, found = source or sample_source(store, day, idle_params["lookback_s"], idle_params["max_gap_s"])
     _steps(store, day, start, [
         ("billing_line_hour", "line_hours", {}, None, "hour"),
         ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour"),
-        ("gpu_idle_segments", "idle_segments", idle_params, None, "hour")])
+        ("gpu_idle_segments", "idle_segments", idle_params | found, fills, "hour")])
 
 
 def daily_rollups(store, days: list[date], rules: str, rule_params: dict) -> None:

@@ -9,6 +9,7 @@
 -- gap (not a busy sample, not another owner) separates them, so idle windows can bridge it.
 -- Samples from {lookback_s} seconds before the first hour are read for what came before. The
 -- pools' thresholds come as parameters ({pools}, {gpu_pct}, {mem_pct}; others {default_*_pct}).
+-- The samples are read as minute.sql reads them (the placeholder): one row per GPU entity and ts.
 WITH
     toDateTime({from:DateTime}, 'UTC') AS d0,
     toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,
@@ -30,7 +31,7 @@ WITH
                 lagInFrame(toNullable(t), 1) OVER w                            AS p1,
                 leadInFrame(toNullable(t), 1) OVER w                           AS n1,
                 lagInFrame(cand, 1) OVER w                                     AS p_cand
-            FROM gpu_samples
+            FROM __SAMPLES__
             WHERE ts >= d0 - INTERVAL {lookback_s:UInt32} SECOND AND ts < d1
             WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY ts ASC ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)
         )

@@ -4,6 +4,8 @@
 -- {max_gap_s} seconds; the last sample before a longer gap holds for the interval that preceded
 -- it (so "no data" starts where the samples stop), and a lone sample for {default_interval_s}.
 -- Each held interval is split exactly across the minutes it overlaps.
+-- The samples are read from gpu_samples, or on a day where some arrived in parts from
+-- split_samples.sql, one row per GPU entity and ts (the placeholder; ingest/rollup/run.py sample_source).
 -- The per-sample work carries only numbers: the GPU entity and the owner travel as hashes, and
 -- their names (and the labels) are joined back onto the much smaller per-minute result.
 WITH
@@ -91,7 +93,7 @@ WITH
                                 OR (process_count IS NULL AND (job_id != '' OR k8s_pod != '' OR user != ''))) AS held,
                         lagInFrame(toNullable(ts)) OVER w                 AS prev_ts,
                         leadInFrame(toNullable(ts)) OVER w                AS next_ts
-                    FROM gpu_samples
+                    FROM __SAMPLES__
                     WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
                     WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY ts ASC ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)
                 )

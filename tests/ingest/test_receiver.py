@@ -114,3 +114,33 @@ def test_malformed_batches_are_refused_by_name(client, store, doc, message):
     r = client().post("/api/v1/ingest/batch", data=doc, headers=AUTH)
     assert r.status_code == 400 and message in r.get_json()["error"]
     assert store.scalar("SELECT count() FROM gpu_samples") == 0
+
+
+def test_a_scrape_split_over_two_remote_writes_derives_as_whole_samples(client, store):
+    # Prometheus spreads a scrape's series over requests (shards, max_samples_per_send): here every
+    # scrape's utilization comes in one request and its memory and power in another, so each
+    # sample is stored as two rows; the derivation merges them (sql/rollup/split_samples.sql)
+    from datetime import datetime, timedelta, timezone
+
+    from gpuledger.config import Config
+    from ingest.rollup.run import rollup
+
+    c = client(environment="onprem")
+    gpu = {"UUID": UUID, "Hostname": "node-7", "gpu": "3", "instance": "node-7:9400", "job": "dcgm"}
+    for i in range(20):                                            # 20 scrapes, 15 s apart
+        ts = TS + i * 15_000
+        utilization = write_request(series({"__name__": "DCGM_FI_DEV_GPU_UTIL", **gpu}, [(87.0, ts)]))
+        power = write_request(series({"__name__": "DCGM_FI_DEV_FB_USED", **gpu}, [(1024.0, ts)]),
+                              series({"__name__": "DCGM_FI_DEV_FB_FREE", **gpu}, [(3072.0, ts)]),
+                              series({"__name__": "DCGM_FI_DEV_POWER_USAGE", **gpu}, [(612.25, ts)]))
+        for body in (utilization, power):
+            assert c.post("/api/v1/write", data=snappy_literal(body), headers=RW_HEADERS).status_code == 204
+    assert store.scalar("SELECT count() FROM gpu_samples") == 40
+    day = datetime.fromtimestamp(TS / 1000, timezone.utc).date()
+    rollup(store, Config(), since=day, until=day, now=datetime.fromtimestamp(TS / 1000, timezone.utc) + timedelta(hours=1))
+    samples, covered, util, power, used = store.rows(
+        "SELECT sum(samples), sum(covered_s), sum(util_gpu_s) / sum(util_covered_s), sum(energy_j) / sum(power_covered_s), "
+        "sum(mem_used_s) / sum(mem_covered_s) FROM gpu_hour")[0]
+    # 20 samples, each holding 15 s (the last for the interval before it)
+    assert (samples, covered) == (20, 300.0)
+    assert util == pytest.approx(87.0) and power == pytest.approx(612.25) and used == pytest.approx(1024 * 2**20)
