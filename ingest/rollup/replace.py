@@ -65,8 +65,8 @@ def replace_days(store, table: str, days: list[date], sql_name: str, parameters:
     swap per partition: a ``MONTHLY`` table's month is staged with its other days copied as they
     are and the given ones computed. Returns the rows computed."""
     computed = 0
-    for pid, group in groupby(sorted(set(days)), key=lambda d: _swap_unit(table, d)):
-        group = list(group)
+    for group in swap_units(table, days):
+        pid = _swap_unit(table, group[0])
         with store.staging(table) as stage:
             kept = 0
             if table in MONTHLY:
@@ -91,6 +91,11 @@ RUN_DAYS = 8
 def _swap_unit(table: str, day: date) -> str:
     """The days staged together: a month of a MONTHLY table; up to RUN_DAYS days of another."""
     return partition_id(table, day) if table in MONTHLY else f"{day.toordinal() // RUN_DAYS}"
+
+
+def swap_units(table: str, days: list[date]) -> list[list[date]]:
+    """``days`` as replace_days stages them for ``table``: units that may be derived side by side."""
+    return [list(group) for _, group in groupby(sorted(set(days)), key=lambda d: _swap_unit(table, d))]
 
 
 def runs(days: list[date]) -> list[tuple[date, date]]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from datetime import time as dt_time
@@ -21,7 +22,7 @@ from base.events import ROLLUP_FINISHED, announce
 from base.sqlfiles import sql
 from ingest.rollup import compliance, configtables
 from ingest.rollup.attribution import rules_expression
-from ingest.rollup.replace import DERIVE_SETTINGS, replace_day, replace_days
+from ingest.rollup.replace import DERIVE_SETTINGS, replace_day, replace_days, swap_units
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
         first = starts[days[0]] or datetime.combine(days[0], dt_time.min, timezone.utc)
         end = datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc)
         report.idle_windows, changed_from = derive_idle_windows(store, cfg, first, end)
-        derive_waste(store, min(first.date(), changed_from.date()), until, rules, rule_params)
+        derive_waste(store, cfg, min(first.date(), changed_from.date()), until, rules, rule_params)
         # recorded last: a run killed before this point leaves its days to be derived again
         record(store, inputs, config_fp)
     report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
@@ -75,7 +76,6 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
     starts = {day: None if force else first_changed_hour(store, day, state.get(day), inputs[day], config_fp)
               for day in days}
-    handles = [store] + [store.clone() for _ in range(min(cfg.analytics.workers, len(days)) - 1)]
     done = iter(range(1, len(days) + 1))
 
     idle_params = idle_parameters(cfg)
@@ -89,15 +89,12 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
         cost_day(handle, day, rules, rule_params, idle_params, starts[day], sources[day])
         progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
 
-    try:
+    with worker_handles(store, min(cfg.analytics.workers, len(days))) as handles:
         # the rollups of every day first: a bill spanning days needs all their GPU-hours
         in_parallel(handles, days, rollups)
         configtables.refresh(store, cfg)
         in_parallel(handles, days, costs)
-        daily_rollups(store, days, rules, rule_params)
-    finally:
-        for handle in handles[1:]:
-            handle.close()
+        daily_rollups(handles, days, rules, rule_params)
     return starts
 
 
@@ -115,14 +112,31 @@ def idle_parameters(cfg) -> dict:
             "max_gpu_pct": max(gpu + [a.idle_util_gpu_pct]), "max_mem_pct": max(mem + [a.idle_util_mem_pct])}
 
 
-def in_parallel(handles, days: list[date], work) -> None:
-    """Run ``work(handle, day)`` for every day, one day at a time per store handle."""
+@contextmanager
+def worker_handles(store, count: int) -> Iterator[list]:
+    """``store`` and ``count - 1`` clones of it (at least ``store``), closed afterwards."""
+    handles = [store] + [store.clone() for _ in range(count - 1)]
+    try:
+        yield handles
+    finally:
+        for handle in handles[1:]:
+            handle.close()
+
+
+def in_parallel(handles, items: list, work) -> None:
+    """Run ``work(handle, item)`` for every item (a day, a run of days, a job), one at a time per
+    store handle."""
     if len(handles) == 1:
-        for day in days:
-            work(handles[0], day)
+        for item in items:
+            work(handles[0], item)
         return
     with ThreadPoolExecutor(len(handles)) as pool:
-        list(pool.map(lambda i: [work(handles[i], day) for day in days[i::len(handles)]], range(len(handles))))
+        list(pool.map(lambda i: [work(handles[i], item) for item in items[i::len(handles)]], range(len(handles))))
+
+
+def run_jobs(handles, jobs: list[Callable]) -> None:
+    """Run each ``job(handle)`` (tables that do not read each other), as many at once as handles."""
+    in_parallel(handles, jobs, lambda handle, job: job(handle))
 
 
 def sample_source(store, day: date, before_s: int, after_s: int) -> tuple[dict, dict]:
@@ -158,12 +172,14 @@ def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict,
         ("gpu_idle_segments", "idle_segments", idle_params | found, fills, "hour")])
 
 
-def daily_rollups(store, days: list[date], rules: str, rule_params: dict) -> None:
+def daily_rollups(handles, days: list[date], rules: str, rule_params: dict) -> None:
     """team_spend_day, gpu_cost_day and team_demand_hour of ``days``, after their GPU-hour costs:
-    tables partitioned by month, so one month at a time on one handle (replace_days)."""
-    replace_days(store, "team_spend_day", days, "spend", rule_params, fills={"bill_lines": bill_lines(rules)})
-    replace_days(store, "gpu_cost_day", days, "cost_day", {})
-    replace_days(store, "team_demand_hour", days, "team_demand", {})
+    tables partitioned by month, so each table a month at a time on one handle (replace_days), the
+    three tables side by side."""
+    run_jobs(handles, [
+        lambda h: replace_days(h, "team_spend_day", days, "spend", rule_params, fills={"bill_lines": bill_lines(rules)}),
+        lambda h: replace_days(h, "gpu_cost_day", days, "cost_day", {}),
+        lambda h: replace_days(h, "team_demand_hour", days, "team_demand", {})])
 
 
 def bill_lines(rules: str) -> str:
@@ -246,11 +262,16 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[i
         return computed, changed_from
 
 
-def derive_waste(store, since: date, until: date, rules: str, rule_params: dict) -> None:
+def derive_waste(store, cfg, since: date, until: date, rules: str, rule_params: dict) -> None:
     """gpu_waste_hour, gpu_waste_day and the FOCUS showback (which carries the waste) of every day
     from ``since`` to ``until`` (after the idle windows: a window that grows changes the waste of
-    the hours it already covered)."""
+    the hours it already covered). gpu_waste_hour's staging units side by side, then the two
+    tables read from it side by side."""
     days = [since + timedelta(days=i) for i in range((until - since).days + 1)]
-    replace_days(store, "gpu_waste_hour", days, "waste", {})
-    replace_days(store, "gpu_waste_day", days, "waste_day", {})
-    replace_days(store, "showback_focus_day", days, "showback", rule_params, fills={"bill_lines": bill_lines(rules)})
+    with worker_handles(store, cfg.analytics.workers) as handles:
+        in_parallel(handles, swap_units("gpu_waste_hour", days),
+                    lambda h, unit: replace_days(h, "gpu_waste_hour", unit, "waste", {}))
+        run_jobs(handles, [
+            lambda h: replace_days(h, "gpu_waste_day", days, "waste_day", {}),
+            lambda h: replace_days(h, "showback_focus_day", days, "showback", rule_params,
+                                   fills={"bill_lines": bill_lines(rules)})])
