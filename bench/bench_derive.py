@@ -38,7 +38,7 @@ def rollup_and_idle(store, cfg, since, until) -> tuple[float, float]:
     does; and of those, the seconds of the sample-exact idle work (segments and stitching)."""
     from ingest.rollup import configtables
     from ingest.rollup.replace import replace_day
-    from ingest.rollup.run import derive_idle_windows, idle_parameters, in_parallel, rollup_day, sample_source
+    from ingest.rollup.run import derive_idle_windows, idle_parameters, in_parallel, rollup_day, sample_parts
 
     days = days_of(store, since, until)
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
@@ -50,8 +50,8 @@ def rollup_and_idle(store, cfg, since, until) -> tuple[float, float]:
     idle = idle_parameters(cfg)
 
     def idle_segments(handle, day):
-        fills, found = sample_source(handle, day, idle["lookback_s"], idle["max_gap_s"])
-        replace_day(handle, "gpu_idle_segments", day, "idle_segments", idle | found, fills=fills)
+        replace_day(handle, "gpu_idle_segments", day, "idle_segments", idle,
+                    parts=sample_parts(handle, day, idle["lookback_s"], idle["max_gap_s"]))
     in_parallel(handles, days, idle_segments)
     start = datetime.combine(days[0], datetime.min.time(), timezone.utc)
     derive_idle_windows(store, cfg, start, datetime.combine(until + timedelta(days=1), datetime.min.time(), timezone.utc))

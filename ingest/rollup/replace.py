@@ -32,18 +32,20 @@ DERIVE_SETTINGS = {"optimize_read_in_window_order": 1, "optimize_aggregation_in_
 
 
 def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *, fills: dict | None = None,
-                keep: tuple[str, datetime] | None = None) -> int:
+                keep: tuple[str, datetime] | None = None, parts: list[tuple[dict, dict]] | None = None) -> int:
     """Run ``sql/rollup/<sql_name>.sql`` (a SELECT of the table's columns; ``fills`` fill its
     placeholders) for ``day`` into a staging copy of ``table`` and replace the day's partition
     with it; return the rows written.
 
     ``keep=(time_column, since)``: rows of the day before ``since`` are copied from the table as
     they are and only the rest is computed (the query gets ``since`` as its ``from`` parameter).
+    ``parts``: the query runs once per (fills, parameters) given, each added to ``fills`` and
+    ``parameters``, and their rows together make the day (default: one run).
     Not for a ``MONTHLY`` table (replace_days).
     """
     if table in MONTHLY:
-        if keep:
-            raise ValueError(f"{table} is partitioned by month: its days are derived whole (replace_days)")
+        if keep or parts:
+            raise ValueError(f"{table} is partitioned by month: its days are derived whole, in one run (replace_days)")
         return replace_days(store, table, [day], sql_name, parameters, fills=fills)
     pid = partition_id(table, day)
     start = datetime.combine(day, time.min)
@@ -52,8 +54,9 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
             column, start = keep[0], keep[1].replace(tzinfo=None)
             stage.fill(f"SELECT * FROM `{table}` WHERE _partition_id = {{p:String}} AND `{column}` < {{since:DateTime}}",
                        parameters={"p": pid, "since": start}, columns=store.columns(table))
-        stage.fill(sql(f"rollup/{sql_name}", **(fills or {})), parameters=parameters | {"day": day, "from": start},
-                   settings=DERIVE_SETTINGS)
+        for part_fills, part_parameters in parts or [({}, {})]:
+            stage.fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
+                       parameters=parameters | part_parameters | {"day": day, "from": start}, settings=DERIVE_SETTINGS)
         stage.replace_in(partition_ids=[pid])
         return stage.count()
 

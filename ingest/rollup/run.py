@@ -79,14 +79,14 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
     done = iter(range(1, len(days) + 1))
 
     idle_params = idle_parameters(cfg)
-    sources: dict[date, tuple[dict, dict]] = {}      # day -> its samples' source, found once for both reads
+    parts: dict[date, list] = {}                    # day -> how its samples are read, found once for both reads
 
     def rollups(handle, day):
-        sources[day] = sample_source(handle, day, idle_params["lookback_s"], params["max_gap_s"])
-        rollup_day(handle, day, params, starts[day], sources[day])
+        parts[day] = sample_parts(handle, day, idle_params["lookback_s"], params["max_gap_s"])
+        rollup_day(handle, day, params, starts[day], parts[day])
 
     def costs(handle, day):
-        cost_day(handle, day, rules, rule_params, idle_params, starts[day], sources[day])
+        cost_day(handle, day, rules, rule_params, idle_params, starts[day], parts[day])
         progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
 
     with worker_handles(store, min(cfg.analytics.workers, len(days))) as handles:
@@ -139,37 +139,39 @@ def run_jobs(handles, jobs: list[Callable]) -> None:
     in_parallel(handles, jobs, lambda handle, job: job(handle))
 
 
-def sample_source(store, day: date, before_s: int, after_s: int) -> tuple[dict, dict]:
-    """What the queries that read ``day``'s samples (minute.sql, idle_segments.sql) read them from,
-    as (fills, parameters): gpu_samples itself; or, where a GPU entity has more than one row at one
-    sample time in what they read (``before_s`` seconds before the day to ``after_s`` after it),
-    split_samples.sql, which merges those hosts' rows per entity and time (samples that arrived in
-    parts, as Prometheus remote_write sends them)."""
+def sample_parts(store, day: date, before_s: int, after_s: int) -> list[tuple[dict, dict]]:
+    """The runs in which the queries that read ``day``'s samples (minute.sql, idle_segments.sql)
+    derive it, as (fills, parameters): every host at once from gpu_samples as stored; or, where a
+    GPU entity has more than one row at one sample time in what they read (``before_s`` seconds
+    before the day to ``after_s`` after it: samples that arrived in parts, as Prometheus
+    remote_write sends them), every other host so, then those hosts from split_samples.sql, which
+    merges their rows per entity and time."""
     start = datetime.combine(day, dt_time.min)
     hosts = [h for (h,) in store.rows(sql("rollup/split_hosts"), {
         "from": start - timedelta(seconds=before_s), "until": start + timedelta(days=1, seconds=after_s)})]
-    if not hosts:
-        return {"samples": "gpu_samples"}, {}
-    return {"samples": sql("rollup/split_samples")}, {"split_hosts": hosts}
+    parts = [({"samples": "gpu_samples"}, {"split_hosts": hosts, "merged": False})]
+    if hosts:
+        parts.append(({"samples": sql("rollup/split_samples")}, {"split_hosts": hosts, "merged": True}))
+    return parts
 
 
 def rollup_day(store, day: date, params: dict, start: datetime | None = None,
-               source: tuple[dict, dict] | None = None) -> None:
+               parts: list[tuple[dict, dict]] | None = None) -> None:
     """gpu_minute and gpu_hour of one day — only from ``start`` on when given (earlier rows kept);
-    the samples from ``source`` (sample_source; found here when not given)."""
-    fills, found = source or sample_source(store, day, params["max_gap_s"], params["max_gap_s"])
-    _steps(store, day, start, [("gpu_minute", "minute", params | found, fills, "minute"),
-                               ("gpu_hour", "hour", {}, None, "hour")])
+    the samples read in ``parts`` (sample_parts; found here when not given)."""
+    parts = parts or sample_parts(store, day, params["max_gap_s"], params["max_gap_s"])
+    _steps(store, day, start, [("gpu_minute", "minute", params, None, "minute", parts),
+                               ("gpu_hour", "hour", {}, None, "hour", None)])
 
 
 def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict, start: datetime | None = None,
-             source: tuple[dict, dict] | None = None) -> None:
+             parts: list[tuple[dict, dict]] | None = None) -> None:
     """gpu_cost_hour and the idle segments of one day, after its rollups (samples as rollup_day)."""
-    fills, found = source or sample_source(store, day, idle_params["lookback_s"], idle_params["max_gap_s"])
+    parts = parts or sample_parts(store, day, idle_params["lookback_s"], idle_params["max_gap_s"])
     _steps(store, day, start, [
-        ("billing_line_hour", "line_hours", {}, None, "hour"),
-        ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour"),
-        ("gpu_idle_segments", "idle_segments", idle_params | found, fills, "hour")])
+        ("billing_line_hour", "line_hours", {}, None, "hour", None),
+        ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour", None),
+        ("gpu_idle_segments", "idle_segments", idle_params, None, "hour", parts)])
 
 
 def daily_rollups(handles, days: list[date], rules: str, rule_params: dict) -> None:
@@ -190,10 +192,10 @@ def bill_lines(rules: str) -> str:
 
 def _steps(store, day: date, start: datetime | None, steps) -> None:
     timings = {}
-    for table, sql_name, parameters, fills, time_column in steps:
+    for table, sql_name, parameters, fills, time_column, parts in steps:
         started = time.perf_counter()
         keep = (time_column, start) if start and time_column else None
-        replace_day(store, table, day, sql_name, parameters, fills=fills, keep=keep)
+        replace_day(store, table, day, sql_name, parameters, fills=fills, keep=keep, parts=parts)
         timings[table] = round(time.perf_counter() - started, 3)
     log.debug("derived %s: %s", day, timings)
 

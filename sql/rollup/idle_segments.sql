@@ -9,7 +9,8 @@
 -- gap (not a busy sample, not another owner) separates them, so idle windows can bridge it.
 -- Samples from {lookback_s} seconds before the first hour are read for what came before. The
 -- pools' thresholds come as parameters ({pools}, {gpu_pct}, {mem_pct}; others {default_*_pct}).
--- The samples are read as minute.sql reads them (the placeholder): one row per GPU entity and ts.
+-- The samples are read as minute.sql reads them (this run's hosts, the placeholder): one row per
+-- GPU entity and ts.
 WITH
     toDateTime({from:DateTime}, 'UTC') AS d0,
     toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,
@@ -33,6 +34,7 @@ WITH
                 lagInFrame(cand, 1) OVER w                                     AS p_cand
             FROM __SAMPLES__
             WHERE ts >= d0 - INTERVAL {lookback_s:UInt32} SECOND AND ts < d1
+              AND has({split_hosts:Array(String)}, host) = {merged:Bool}
             WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY ts ASC ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)
         )
         WHERE cand
@@ -92,12 +94,14 @@ WITH
         FROM
         (
             SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) AS cost_usd FROM gpu_cost_hour
-            WHERE hour >= d0 AND hour < d1 GROUP BY host, gpu_uuid, mig_instance, hour
+            WHERE hour >= d0 AND hour < d1 AND has({split_hosts:Array(String)}, host) = {merged:Bool}
+            GROUP BY host, gpu_uuid, mig_instance, hour
         ) AS c
         INNER JOIN
         (
             SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS covered_s FROM gpu_hour
-            WHERE hour >= d0 AND hour < d1 GROUP BY host, gpu_uuid, mig_instance, hour
+            WHERE hour >= d0 AND hour < d1 AND has({split_hosts:Array(String)}, host) = {merged:Bool}
+            GROUP BY host, gpu_uuid, mig_instance, hour
         ) AS g ON g.host = c.host AND g.gpu_uuid = c.gpu_uuid AND g.mig_instance = c.mig_instance AND g.hour = c.hour
     ),
     segments AS

@@ -4,8 +4,10 @@
 -- {max_gap_s} seconds; the last sample before a longer gap holds for the interval that preceded
 -- it (so "no data" starts where the samples stop), and a lone sample for {default_interval_s}.
 -- Each held interval is split exactly across the minutes it overlaps.
--- The samples are read from gpu_samples, or on a day where some arrived in parts from
--- split_samples.sql, one row per GPU entity and ts (the placeholder; ingest/rollup/run.py sample_source).
+-- Each read takes the hosts of this run: on a day where some hosts' samples arrived in parts
+-- (ingest/rollup/run.py sample_parts), every other host ({merged} = 0: not in {split_hosts}) is
+-- derived from gpu_samples as stored, then those hosts ({merged} = 1) from split_samples.sql, one
+-- row per GPU entity and ts (the placeholder); on any other day, every host at once.
 -- The per-sample work carries only numbers: the GPU entity and the owner travel as hashes, and
 -- their names (and the labels) are joined back onto the much smaller per-minute result.
 WITH
@@ -27,6 +29,7 @@ WITH
                     trimBoth(instance_id)) AS instance_key
         FROM gpu_samples
         WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1
+          AND has({split_hosts:Array(String)}, host) = {merged:Bool}
         GROUP BY host, gpu_uuid, mig_instance, label_hour
     ),
     -- the owner fields of each owner hash seen
@@ -40,6 +43,7 @@ WITH
                 team, user, job_id, k8s_namespace, k8s_pod, slurm_account
             FROM gpu_samples
             WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
+              AND has({split_hosts:Array(String)}, host) = {merged:Bool}
         )
         GROUP BY owner_hash
     ),
@@ -95,6 +99,7 @@ WITH
                         leadInFrame(toNullable(ts)) OVER w                AS next_ts
                     FROM __SAMPLES__
                     WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
+                      AND has({split_hosts:Array(String)}, host) = {merged:Bool}
                     WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY ts ASC ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)
                 )
             )

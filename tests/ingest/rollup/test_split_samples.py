@@ -1,13 +1,13 @@
 """Samples that arrive in parts derive exactly as whole samples do. Prometheus remote_write spreads
 one scrape's series over several requests, so one GPU's sample is stored as several rows at the
 same ts, each with some of the columns (sql/rollup/split_samples.sql, ingest/rollup/run.py
-sample_source). Two GPUs with the same samples: one stored whole, one in two parts (utilization
+sample_parts). Two GPUs with the same samples: one stored whole, one in two parts (utilization
 in one request, power and memory in another); every derived number of the two must agree."""
 from __future__ import annotations
 
 from datetime import date
 
-from ingest.rollup.run import rollup, sample_source
+from ingest.rollup.run import rollup, sample_parts
 from tests.ingest.rollup.conftest import at, insert_samples, series
 
 LABELS = {"gpu_uuid": "GPU-1", "environment": "onprem", "pool": "dgx", "team": "nlp", "user": "ana", "job_id": "job-7"}
@@ -45,7 +45,9 @@ def test_a_sample_stored_in_parts_derives_as_the_whole_sample(store, cfg):
     insert_samples(store, part(rows, UTILIZATION), host="split-1", **LABELS)      # one request ...
     insert_samples(store, part(rows, POWER), host="split-1", **LABELS)            # ... and another
     assert store.scalar("SELECT count() FROM gpu_samples WHERE host = 'split-1'") == 2 * len(rows)
-    assert sample_source(store, date(2026, 3, 2), 600, 300)[1] == {"split_hosts": ["split-1"]}
+    # every other host as stored, then split-1 merged
+    assert [(fills["samples"] == "gpu_samples", p) for fills, p in sample_parts(store, date(2026, 3, 2), 600, 300)] == [
+        (True, {"split_hosts": ["split-1"], "merged": False}), (False, {"split_hosts": ["split-1"], "merged": True})]
     rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
 
     minute = derived(store, "gpu_minute", "minute, team, held, samples, covered_s, util_covered_s, util_gpu_s, "
@@ -65,4 +67,5 @@ def test_a_sample_stored_in_parts_derives_as_the_whole_sample(store, cfg):
 
 def test_whole_samples_are_read_from_the_table_itself(store):
     insert_samples(store, samples(), host="whole-1", **LABELS)
-    assert sample_source(store, date(2026, 3, 2), 600, 300) == ({"samples": "gpu_samples"}, {})
+    assert sample_parts(store, date(2026, 3, 2), 600, 300) == [({"samples": "gpu_samples"},
+                                                                {"split_hosts": [], "merged": False})]
