@@ -82,7 +82,7 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
     parts: dict[date, list] = {}                    # day -> how its samples are read, found once for both reads
 
     def rollups(handle, day):
-        parts[day] = sample_parts(handle, day, idle_params["lookback_s"], params["max_gap_s"])
+        parts[day] = sample_parts(handle, day, idle_params["lookback_s"], params["max_gap_s"], starts[day])
         rollup_day(handle, day, params, starts[day], parts[day])
 
     def costs(handle, day):
@@ -139,16 +139,17 @@ def run_jobs(handles, jobs: list[Callable]) -> None:
     in_parallel(handles, jobs, lambda handle, job: job(handle))
 
 
-def sample_parts(store, day: date, before_s: int, after_s: int) -> list[tuple[dict, dict]]:
+def sample_parts(store, day: date, before_s: int, after_s: int, start: datetime | None = None) -> list[tuple[dict, dict]]:
     """The runs in which the queries that read ``day``'s samples (minute.sql, idle_segments.sql)
-    derive it, as (fills, parameters): every host at once from gpu_samples as stored; or, where a
-    GPU entity has more than one row at one sample time in what they read (``before_s`` seconds
-    before the day to ``after_s`` after it: samples that arrived in parts, as Prometheus
-    remote_write sends them), every other host so, then those hosts from split_samples.sql, which
-    merges their rows per entity and time."""
-    start = datetime.combine(day, dt_time.min)
-    hosts = [h for (h,) in store.rows(sql("rollup/split_hosts"), {
-        "from": start - timedelta(seconds=before_s), "until": start + timedelta(days=1, seconds=after_s)})]
+    derive it (from ``start`` on, when given), as (fills, parameters): every host at once from
+    gpu_samples as stored; or, where a GPU entity has more than one row at one sample time in what
+    they read (``before_s`` seconds before the start to ``after_s`` after the day: samples that
+    arrived in parts, as Prometheus remote_write sends them), every other host so, then those
+    hosts from split_samples.sql, which merges their rows per entity and time."""
+    begin = start.replace(tzinfo=None) if start else datetime.combine(day, dt_time.min)
+    end = datetime.combine(day, dt_time.min) + timedelta(days=1, seconds=after_s)
+    hosts = [h for (h,) in store.rows(sql("rollup/split_hosts"), {"from": begin - timedelta(seconds=before_s),
+                                                                  "until": end})]
     parts = [({"samples": "gpu_samples"}, {"split_hosts": hosts, "merged": False})]
     if hosts:
         parts.append(({"samples": sql("rollup/split_samples")}, {"split_hosts": hosts, "merged": True}))
@@ -159,7 +160,7 @@ def rollup_day(store, day: date, params: dict, start: datetime | None = None,
                parts: list[tuple[dict, dict]] | None = None) -> None:
     """gpu_minute and gpu_hour of one day — only from ``start`` on when given (earlier rows kept);
     the samples read in ``parts`` (sample_parts; found here when not given)."""
-    parts = parts or sample_parts(store, day, params["max_gap_s"], params["max_gap_s"])
+    parts = parts or sample_parts(store, day, params["max_gap_s"], params["max_gap_s"], start)
     _steps(store, day, start, [("gpu_minute", "minute", params, None, "minute", parts),
                                ("gpu_hour", "hour", {}, None, "hour", None)])
 
@@ -167,7 +168,7 @@ def rollup_day(store, day: date, params: dict, start: datetime | None = None,
 def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict, start: datetime | None = None,
              parts: list[tuple[dict, dict]] | None = None) -> None:
     """gpu_cost_hour and the idle segments of one day, after its rollups (samples as rollup_day)."""
-    parts = parts or sample_parts(store, day, idle_params["lookback_s"], idle_params["max_gap_s"])
+    parts = parts or sample_parts(store, day, idle_params["lookback_s"], idle_params["max_gap_s"], start)
     _steps(store, day, start, [
         ("billing_line_hour", "line_hours", {}, None, "hour", None),
         ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour", None),

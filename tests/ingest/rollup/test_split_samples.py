@@ -69,3 +69,19 @@ def test_whole_samples_are_read_from_the_table_itself(store):
     insert_samples(store, samples(), host="whole-1", **LABELS)
     assert sample_parts(store, date(2026, 3, 2), 600, 300) == [({"samples": "gpu_samples"},
                                                                 {"split_hosts": [], "merged": False})]
+
+
+def test_an_hour_more_in_parts_derives_incrementally_as_whole_samples(store, cfg):
+    rows = samples()
+    later = series("2026-03-02T12:00:00", "2026-03-02T13:00:00", 15, util_gpu=30.0, util_mem=10.0, power_w=150.0,
+                   mem_used_bytes=20 * GIB, process_count=1, mem_total_bytes=80 * GIB, temperature_c=45.0)
+    for batch in (rows, later):                       # the day, then one more hour: an incremental run
+        insert_samples(store, batch, host="whole-1", **LABELS)
+        insert_samples(store, part(batch, UTILIZATION), host="split-1", **LABELS)
+        insert_samples(store, part(batch, POWER), host="split-1", **LABELS)
+        report = rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
+        assert report.days == [date(2026, 3, 2)]
+    minute = derived(store, "gpu_minute", "minute, samples, covered_s, util_gpu_s, energy_j, mem_used_s", "minute")
+    assert len(minute["whole-1"]) == 180 and minute["split-1"] == minute["whole-1"]
+    windows = derived(store, "idle_windows", "toString(start), toString(end)", "start")
+    assert windows["split-1"] == windows["whole-1"]
