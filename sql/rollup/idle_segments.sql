@@ -34,7 +34,7 @@ WITH
                 lagInFrame(cand, 1) OVER w                                     AS p_cand
             FROM __SAMPLES__
             WHERE ts >= d0 - INTERVAL {lookback_s:UInt32} SECOND AND ts < d1
-              AND has({split_hosts:Array(String)}, host) = {merged:Bool}
+              AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
             WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY ts ASC ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)
         )
         WHERE cand
@@ -94,13 +94,13 @@ WITH
         FROM
         (
             SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) AS cost_usd FROM gpu_cost_hour
-            WHERE hour >= d0 AND hour < d1 AND has({split_hosts:Array(String)}, host) = {merged:Bool}
+            WHERE hour >= d0 AND hour < d1 AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
             GROUP BY host, gpu_uuid, mig_instance, hour
         ) AS c
         INNER JOIN
         (
             SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS covered_s FROM gpu_hour
-            WHERE hour >= d0 AND hour < d1 AND has({split_hosts:Array(String)}, host) = {merged:Bool}
+            WHERE hour >= d0 AND hour < d1 AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
             GROUP BY host, gpu_uuid, mig_instance, hour
         ) AS g ON g.host = c.host AND g.gpu_uuid = c.gpu_uuid AND g.mig_instance = c.mig_instance AND g.hour = c.hour
     ),

@@ -29,7 +29,7 @@ WITH
                     trimBoth(instance_id)) AS instance_key
         FROM gpu_samples
         WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1
-          AND has({split_hosts:Array(String)}, host) = {merged:Bool}
+          AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
         GROUP BY host, gpu_uuid, mig_instance, label_hour
     ),
     -- the owner fields of each owner hash seen
@@ -43,7 +43,7 @@ WITH
                 team, user, job_id, k8s_namespace, k8s_pod, slurm_account
             FROM gpu_samples
             WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
-              AND has({split_hosts:Array(String)}, host) = {merged:Bool}
+              AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
         )
         GROUP BY owner_hash
     ),
@@ -99,7 +99,7 @@ WITH
                         leadInFrame(toNullable(ts)) OVER w                AS next_ts
                     FROM __SAMPLES__
                     WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
-                      AND has({split_hosts:Array(String)}, host) = {merged:Bool}
+                      AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
                     WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY ts ASC ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)
                 )
             )
