@@ -43,16 +43,18 @@ def rollup_and_idle(store, cfg, since, until) -> tuple[float, float]:
     days = days_of(store, since, until)
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
     handles = [store] + [store.clone() for _ in range(cfg.analytics.workers - 1)]
+    idle = idle_parameters(cfg)
+    parts = {}                                   # day -> how its samples are read, found once as a rollup does
+
+    def rollups(handle, day):
+        parts[day] = sample_parts(handle, day, idle["lookback_s"], params["max_gap_s"])
+        rollup_day(handle, day, params, parts=parts[day])
     started = time.perf_counter()
-    in_parallel(handles, days, lambda handle, day: rollup_day(handle, day, params))
+    in_parallel(handles, days, rollups)
     configtables.refresh(store, cfg)
     idle_started = time.perf_counter()
-    idle = idle_parameters(cfg)
-
-    def idle_segments(handle, day):
-        replace_day(handle, "gpu_idle_segments", day, "idle_segments", idle,
-                    parts=sample_parts(handle, day, idle["lookback_s"], idle["max_gap_s"]))
-    in_parallel(handles, days, idle_segments)
+    in_parallel(handles, days, lambda handle, day: replace_day(handle, "gpu_idle_segments", day, "idle_segments",
+                                                               idle, parts=parts[day]))
     start = datetime.combine(days[0], datetime.min.time(), timezone.utc)
     derive_idle_windows(store, cfg, start, datetime.combine(until + timedelta(days=1), datetime.min.time(), timezone.utc))
     finished = time.perf_counter()
