@@ -1,6 +1,6 @@
 """Receiver throughput: 500 agents pushing 64-row rounds to ``POST /api/v1/ingest/batch`` at once.
 
-The receiver runs in its own process (its own embedded store, werkzeug's threaded server, as in
+The receiver runs in its own process (its own embedded store, the pooled server of
 ``gpuledger up``). The 500 senders are one asyncio loop in this process, released together, each
 pushing its rounds one after another (gzip JSON, a connection a push, as ``gpuledger collect
 --push-url`` does). Real agents run on 500 machines; here their CPU is taken from the same 2 cores
@@ -54,18 +54,18 @@ def round_rows(agent: int, n: int) -> list[list]:
 
 
 def start_server(web):
-    """``web`` served on a loopback port by werkzeug's threaded server, as ``gpuledger up`` serves
-    it (a 1024-connection backlog, no access log), in a daemon thread; returns the server."""
-    from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
+    """``web`` served on a loopback port as ``gpuledger up`` serves it (``gpuledger.serving``, its
+    default number of threads, no access log), in a daemon thread; returns the server."""
+    from werkzeug.serving import WSGIRequestHandler
 
-    class Server(ThreadedWSGIServer):
-        request_queue_size = 1024              # 500 senders connect at once
+    from gpuledger.config import ServerConfig
+    from gpuledger.serving import PooledWSGIServer
 
     class Handler(WSGIRequestHandler):
         def log_request(self, *args) -> None:  # as gpuledger up: no access log line per request
             pass
 
-    server = Server("127.0.0.1", 0, web, handler=Handler)
+    server = PooledWSGIServer("127.0.0.1", 0, web, threads=ServerConfig().threads, handler=Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

@@ -50,6 +50,7 @@ def decode_write_request(data: bytes) -> list[Sample]:
     """Every (series, sample) of an uncompressed WriteRequest as a promtext ``Sample``
     (``__name__`` becomes the name; the other labels stay labels)."""
     out: list[Sample] = []
+    labels: dict[bytes, tuple[str, str]] = {}    # a Label message's bytes -> (name, value)
     mv = memoryview(data)
     pos, end = 0, len(data)
     try:
@@ -57,7 +58,7 @@ def decode_write_request(data: bytes) -> list[Sample]:
             key, pos = _varint(mv, pos, end)
             if key == 0x0A:   # field 1, length-delimited: TimeSeries
                 length, pos = _varint(mv, pos, end)
-                _timeseries(mv, pos, pos + length, out)
+                _timeseries(mv, pos, pos + length, out, labels)
                 pos += length
             else:
                 pos = _skip(mv, pos, end, key)
@@ -81,18 +82,29 @@ def records_from_remote_write(body: bytes, received: datetime,
     return samples_to_records(decode(body), mapping, received, defaults, source)
 
 
-def _timeseries(mv, pos: int, end: int, out: list) -> None:
+def _timeseries(mv, pos: int, end: int, out: list, known: dict[bytes, tuple[str, str]]) -> None:
+    """Appends the series' samples to ``out``. ``known`` caches labels by their message's bytes:
+    a request repeats the same few labels (host, GPU, UUID, ...) on every series."""
     labels: dict[str, str] = {}
     points: list[tuple[float, int]] = []
     while pos < end:
-        key, pos = _varint(mv, pos, end)
+        key = mv[pos]
+        pos += 1
+        if key >= 0x80:
+            key, pos = _varint(mv, pos - 1, end)
         if key == 0x0A or key == 0x12:
-            length, pos = _varint(mv, pos, end)
+            length = mv[pos]
+            pos += 1
+            if length >= 0x80:
+                length, pos = _varint(mv, pos - 1, end)
             if pos + length > end:
                 raise IndexError("field runs past its message")
             if key == 0x0A:
-                name, value = _label(mv, pos, pos + length)
-                labels[name] = value
+                raw = mv[pos:pos + length].tobytes()
+                label = known.get(raw)
+                if label is None:
+                    label = known[raw] = _label(mv, pos, pos + length)
+                labels[label[0]] = label[1]
             else:
                 points.append(_sample(mv, pos, pos + length))
             pos += length

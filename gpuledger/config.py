@@ -56,10 +56,13 @@ class StoreConfig:
 class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8050
+    threads: int = 256                      # requests served at once (gpuledger.serving)
 
     def validate(self):
         if not 0 < self.port < 65536:
             return "port", "a TCP port between 1 and 65535"
+        if not 1 <= self.threads <= 4096:
+            return "threads", "a number of threads between 1 and 4096"
         return None
 
 

@@ -19,14 +19,13 @@ from datetime import datetime, timezone
 
 from apscheduler.schedulers.background import BackgroundScheduler
 from flask import Flask, jsonify
-from werkzeug.serving import make_server
 
 from base.errors import ConfigError
 from gpuledger.selfmetrics import SelfMetrics
+from gpuledger.serving import PooledWSGIServer
 from ingest.migrations import schema_version
 
 log = logging.getLogger(__name__)
-LISTEN_BACKLOG = 1024       # connections the kernel queues while every thread is busy (werkzeug: 128)
 
 
 class Platform:
@@ -96,8 +95,7 @@ class Platform:
     def serve(self, host: str, port: int, ready=None) -> None:
         """Serve until SIGTERM / SIGINT (or ``stop()``), then stop the scheduler and server cleanly."""
         self.host = host
-        self._server = make_server(host, port, self.web, threaded=True)
-        self._server.socket.listen(LISTEN_BACKLOG)      # hundreds of agents connect at once
+        self._server = PooledWSGIServer(host, port, self.web, threads=self.config.server.threads)
         self.port = self._server.server_port
         previous = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)} \
             if threading.current_thread() is threading.main_thread() else {}

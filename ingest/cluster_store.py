@@ -140,9 +140,10 @@ class ClusterStore(Store):
         return self.node.column_types(table, defaulted=defaulted)
 
     def insert(self, table: str, rows, columns: Sequence[str] | None = None, *, token: str | None = None,
-               settings: dict | None = None) -> int:
+               settings: dict | None = None, types: Sequence[str] | None = None) -> int:
         extra = STAGE_ROUTING if table.startswith(STAGE_PREFIX) else {}
-        return self.node.insert(table, rows, columns, token=token, settings={**INSERT_SETTINGS, **extra, **(settings or {})})
+        return self.node.insert(table, rows, columns, token=token, settings={**INSERT_SETTINGS, **extra, **(settings or {})},
+                                types=types)
 
     def insert_bytes(self, table: str, data: bytes, columns: Sequence[str], fmt: str, settings: dict | None = None) -> None:
         extra = STAGE_ROUTING if table.startswith(STAGE_PREFIX) else {}

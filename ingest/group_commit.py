@@ -5,6 +5,10 @@ handed to ``GroupCommit.store``, which blocks until ITS rows are stored. One wri
 everything queued, stores it as one insert per table (requests arriving while an insert runs go
 into the next one), and then answers each request: stored, its own refused rows, or the store's
 error (every request of a failed group gets it: the receiver answers 503, the senders retry).
+It takes a group at most every ``GATHER_S`` (0.2 s; at once when ``GROUP_ROWS`` are queued):
+each insert is a part the store must write and later merge, so a burst of small groups (~20 a
+second from 10,000 GPUs' agents) spent more CPU on parts and merges than on the rows; a sender
+waits at most that much longer.
 
 Exactly once per request, although requests no longer have an insert of their own (so the
 store's ``insert_deduplication_token`` cannot name them): each request's id (the batch id; a
@@ -24,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -34,6 +39,7 @@ log = logging.getLogger(__name__)
 
 LEDGER = "ingest_batches"          # sql/migrations/011_ingest_batches.sql
 GROUP_ROWS = 100_000        # rows in one insert at most (more queued: the next insert)
+GATHER_S = 0.2              # a group is taken at most this often: requests gather meanwhile
 
 
 @dataclass
@@ -53,25 +59,36 @@ class GroupCommit:
     """Stores requests in groups (see the module docstring). ``store`` blocks until the request's
     rows are stored; it raises the store's error when its group failed."""
 
-    def __init__(self, store, group_rows: int = GROUP_ROWS):
-        self.store, self.group_rows = store, group_rows
+    def __init__(self, store, group_rows: int = GROUP_ROWS, gather_s: float = GATHER_S):
+        self.store, self.group_rows, self.gather_s = store, group_rows, gather_s
+        self._last = float("-inf")           # monotonic time the last group was taken
         self._queue: list[Request] = []
+        self._queued_rows = 0
         self._cv = threading.Condition()
         self._writer: threading.Thread | None = None
         self._keys: dict[str, tuple[str, ...]] = {}
+        self._types: dict[str, dict[str, str]] = {}
         self.counts = {"inserts": 0, "requests": 0, "resends": 0}
 
     def store_request(self, request: Request) -> Request:
         with self._cv:
             self._queue.append(request)
+            self._queued_rows += len(request.items)
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._run, name="ingest-group-commit", daemon=True)
                 self._writer.start()
-            self._cv.notify()
+            if len(self._queue) == 1 or self._queued_rows >= self.group_rows:
+                self._cv.notify()         # the writer waits for a first request, or for a full group
         request.done.wait()
         if request.error is not None:
             raise request.error
         return request
+
+    def types(self, table: str) -> dict[str, str]:
+        """Column name -> ClickHouse type of ``table``, asked of the store once."""
+        if table not in self._types:
+            self._types[table] = self.store.column_types(table)
+        return self._types[table]
 
     def queued(self) -> int:
         """Requests waiting for the next insert (not counting the one running)."""
@@ -84,11 +101,16 @@ class GroupCommit:
             with self._cv:
                 while not self._queue:
                     self._cv.wait()
+                while (wait := self._last + self.gather_s - time.monotonic()) > 0 and \
+                        self._queued_rows < self.group_rows:
+                    self._cv.wait(wait)
+                self._last = time.monotonic()
                 group, rows = [], 0
                 while self._queue and (not group or rows + len(self._queue[0].items) <= self.group_rows):
                     request = self._queue.pop(0)
                     group.append(request)
                     rows += len(request.items)
+                self._queued_rows -= rows
             try:
                 self.commit(group)
             except Exception as exc:      # the store failed: every request of the group gets it
@@ -107,8 +129,7 @@ class GroupCommit:
         known = self._recorded([r.id for r in unique])
         new = [r for r in unique if r.id not in known]
         if new:
-            self.store.insert(LEDGER, [(r.id, r.table) for r in new], ("id", "tbl"),
-                              token="ledger:" + _digest(r.id for r in new))
+            self._store(LEDGER, ("id", "tbl"), [(r.id, r.table) for r in new], "ledger:" + _digest(r.id for r in new))
         to_insert: dict[tuple, list[tuple[Request, list]]] = {}
         for request in unique:
             items = request.items
@@ -127,7 +148,7 @@ class GroupCommit:
         rows = [row for _, items in members for _, row in items]
         if rows:
             try:
-                self.store.insert(table, rows, columns, token="group:" + _digest(r.id for r, _ in members))
+                self._store(table, columns, rows, "group:" + _digest(r.id for r, _ in members))
                 self.counts["inserts"] += 1
             except Exception as exc:
                 if not is_data_error(exc):
@@ -138,6 +159,10 @@ class GroupCommit:
         for request, _ in members:
             refused = {p.row for p in request.problems}
             request.stored = sum(n not in refused for n, _ in request.items)
+
+    def _store(self, table: str, columns: Sequence[str], rows: list, token: str) -> None:
+        types = self.types(table)
+        self.store.insert(table, rows, columns, token=token, types=[types[c] for c in columns])
 
     def _recorded(self, ids: list[str]) -> set[str]:
         rows = self.store.rows(f"SELECT DISTINCT id FROM {LEDGER} WHERE id IN {{ids:Array(String)}}", {"ids": ids})

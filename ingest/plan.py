@@ -70,7 +70,7 @@ class PlanStore(Store):
         self.record(sql, parameters)
 
     def insert(self, table: str, rows, columns: Sequence[str] | None = None, *, token: str | None = None,
-               settings: dict | None = None) -> int:
+               settings: dict | None = None, types: Sequence[str] | None = None) -> int:
         names = list(columns) if columns is not None else list(rows.columns)
         self.record(f"INSERT INTO {table} ({', '.join(f'`{c}`' for c in names)}) VALUES", note=f"{len(rows)} row(s)")
         return len(rows)

@@ -123,7 +123,6 @@ class Receiver:
         self.mapping = GPULEDGER if self.config.host_labels is None else \
             dataclasses.replace(GPULEDGER, host_labels=tuple(self.config.host_labels))
         self.groups = GroupCommit(store)       # requests arriving together: one insert
-        self._types: dict[str, dict[str, str]] = {}
         self.counts = {"remote_write_requests": 0, "remote_write_rows": 0, "batches": 0,
                        "batch_rows": 0, "refused": 0, "rows_refused": 0}
 
@@ -228,9 +227,7 @@ class Receiver:
     def store_rows(self, id: str, table: str, columns, rows, now: datetime) -> tuple[int, list[RowProblem]]:
         """Store the rows that fit ``table`` as request ``id`` (once, however often it is sent),
         grouped with other senders' requests; return how many and what was refused."""
-        if table not in self._types:
-            self._types[table] = self.store.column_types(table)
-        items, problems = split_valid(self._types[table], columns, rows, now)
+        items, problems = split_valid(self.groups.types(table), columns, rows, now)
         request = self.groups.store_request(Request(id, table, tuple(columns), items, problems))
         return request.stored, sorted(request.problems, key=lambda p: p.row)
 

@@ -130,14 +130,17 @@ class Store:
         return self.client.command(sql, parameters=parameters or None, settings=settings or None)
 
     def insert(self, table: str, rows, columns: Sequence[str] | None = None, *, token: str | None = None,
-               settings: dict | None = None) -> int:
+               settings: dict | None = None, types: Sequence[str] | None = None) -> int:
         """Insert ``rows`` (sequences in ``columns`` order, or a DataFrame) into ``table``; return
-        how many. ``token`` deduplicates: the same token inserted again is stored once."""
+        how many. ``token`` deduplicates: the same token inserted again is stored once. ``types``,
+        the columns' ClickHouse types when the caller knows them, spares the client asking the
+        store for them (a query per insert, a third of a small insert's time)."""
         settings = {**(settings or {}), **({"insert_deduplication_token": token} if token else {})}
         if columns is None:
             self.client.insert_df(table, rows, settings=settings)
         else:
-            self.client.insert(table, rows, column_names=list(columns), settings=settings)
+            self.client.insert(table, rows, column_names=list(columns), settings=settings,
+                               column_type_names=list(types) if types else None)
         return len(rows)
 
     def columns(self, table: str, *, defaulted: bool = True) -> list[str]:

@@ -20,6 +20,7 @@ The rows themselves go through ``Store.insert`` and ``Store.staging`` (ingest.st
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import logging
 import math
@@ -206,9 +207,11 @@ def split_valid(types: dict[str, str], columns: Sequence[str], rows: Sequence[Se
     value, which names the refused rows."""
     latest = limits.latest(now)
     refused: dict[int, RowProblem] = {}
+    width = len(columns)
+    transposed = list(zip(*rows)) if rows and all(len(row) == width for row in rows) else None
     for i, column in enumerate(columns):
         ch_type = types.get(column, "")
-        values = [row[i] for row in rows]
+        values = transposed[i] if transposed is not None else [row[i] for row in rows]
         if _all_fit(ch_type, column, values, latest):
             continue
         kind = _kind(ch_type)
@@ -226,14 +229,26 @@ def split_valid(types: dict[str, str], columns: Sequence[str], rows: Sequence[Se
     return good, sorted(refused.values(), key=lambda p: p.row)
 
 
-def _all_fit(ch_type: str, column: str, values: list, latest: datetime) -> bool:
-    """True when every value surely fits (``value_problem`` and the limits would find nothing);
-    False when one may not (then each is checked)."""
+@functools.lru_cache(maxsize=256)
+def _shape(ch_type: str) -> tuple[str, bool, tuple[int, int] | None]:
+    """(the type inside Nullable and LowCardinality, nullable, an integer type's least and
+    greatest value) of a ClickHouse type."""
     inner, nullable = ch_type, False
     if inner.startswith("Nullable(") and inner.endswith(")"):
         inner, nullable = inner[9:-1], True
     if inner.startswith("LowCardinality(") and inner.endswith(")"):
         inner = inner[15:-1]
+    m = _INT_TYPE.fullmatch(inner)
+    if not m:
+        return inner, nullable, None
+    bits = int(m.group(2))
+    return inner, nullable, (0, 2**bits - 1) if m.group(1) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+def _all_fit(ch_type: str, column: str, values: Sequence, latest: datetime) -> bool:
+    """True when every value surely fits (``value_problem`` and the limits would find nothing);
+    False when one may not (then each is checked)."""
+    inner, nullable, bounds = _shape(ch_type)
     seen = set(map(type, values))
     if type(None) in seen:
         if not nullable:
@@ -243,11 +258,8 @@ def _all_fit(ch_type: str, column: str, values: list, latest: datetime) -> bool:
     if not values:
         return True
     try:
-        m = _INT_TYPE.fullmatch(inner)
-        if m:
-            bits = int(m.group(2))
-            low, high = (0, 2**bits - 1) if m.group(1) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-            return seen <= {int} and low <= min(values) and max(values) <= high
+        if bounds:
+            return seen <= {int} and bounds[0] <= min(values) and max(values) <= bounds[1]
         if inner.startswith("Float"):
             return seen <= {float, int} and math.isfinite(sum(values))
         if inner == "String":

@@ -78,3 +78,20 @@ def test_malformed_payloads_are_named():
         decode_write_request(dcgm_payload()[:-3])
     with pytest.raises(PayloadTooLarge, match="max_samples_per_send"):
         decode(varint(100 * MIB) + b"\x00", max_bytes=64 * MIB)
+
+
+def test_long_labels_wide_field_numbers_and_labels_shared_by_series():
+    """Lengths and keys of two varint bytes; a label repeated on many series (decoded once per
+    request and reused) keeps its own value on each, and a label differing in one byte does not."""
+    from tests.helpers import field, label, point
+
+    long = "p" * 300                                          # a 2-byte length
+    unknown = field(20, 2, b"skipped")                        # field 20: a 2-byte key
+    body = write_request(
+        field(1, 2, label("__name__", "a") + label("pod", long) + unknown + label("gpu", "0") + point(1.0, T1)),
+        field(1, 2, label("__name__", "b") + label("pod", long) + label("gpu", "1") + point(2.0, T1)),
+        field(1, 2, label("__name__", "a") + label("pod", long[:-1] + "q") + label("gpu", "0") + point(3.0, T2)))
+    assert decode_write_request(body) == [
+        Sample("a", {"pod": long, "gpu": "0"}, 1.0, T1),
+        Sample("b", {"pod": long, "gpu": "1"}, 2.0, T1),
+        Sample("a", {"pod": long[:-1] + "q", "gpu": "0"}, 3.0, T2)]

@@ -198,3 +198,23 @@ def test_column_checks_refuse_the_same_rows_as_value_by_value_checks(store):
     assert [(p.row, p.column) for p in problems] == [(n, bad[n][0]) for n in range(2, 8)]
     types = store.column_types("gpu_samples")
     assert problems[0].reason == value_problem(types["gpu_index"], True)
+
+
+def test_requests_arriving_within_the_gather_time_go_in_as_one_insert(store):
+    """A group is taken at most every ``gather_s``: the first request goes in at once, the ones
+    sent right after it wait for the gather time and go in together."""
+    from ingest.group_commit import GroupCommit, Request
+
+    gated = GatedStore(store)
+    groups = GroupCommit(gated, gather_s=2.0)
+    columns = tuple(batch(0).columns)
+
+    def send(n: int):
+        b = batch(n, rows=2, host=f"g{n}")
+        return groups.store_request(Request(b.id, "gpu_samples", columns, list(enumerate(b.rows)))).stored
+
+    assert send(0) == 2
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        assert list(pool.map(send, range(1, 7))) == [2] * 6
+    assert gated.inserts == [2, 12]
+    assert counts_by_key(store) == (14, 14)
