@@ -5,8 +5,8 @@ against the store in the same run.
 
 The rollups (gpu_hour, gpu_cost_hour, team_spend_day, idle_windows, compliance_findings, alert
 state) are generated synthetically in SQL (INSERT … SELECT FROM numbers()), not from samples;
-the daily rollups the pages read (gpu_cost_day, team_demand_hour) are then derived from them one
-day at a time with the scheduler's own queries (sql/rollup/cost_day.sql, team_demand.sql).
+the daily rollups the pages read (gpu_cost_day, gpu_util_day, team_demand_hour) are then derived from them one
+day at a time with the scheduler's own queries (sql/rollup/cost_day.sql, util_day.sql, team_demand.sql).
 Goal: p95 under 300 ms per page. The dashboard's result cache (dashboard/reader.py) is emptied
 before each round, so this is a page's cost right after a derivation; concurrent users are
 bench_dashboard_users.py.
@@ -84,7 +84,7 @@ GENERATE = [
 
 
 # The daily rollups, written as the scheduler does (ingest/rollup/run.py daily_rollups).
-DAILY = [("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand")]
+DAILY = [("gpu_cost_day", "cost_day"), ("gpu_util_day", "util_day"), ("team_demand_hour", "team_demand")]
 
 
 def generate(store, gpus: int, days: int) -> int:
@@ -98,7 +98,7 @@ def generate(store, gpus: int, days: int) -> int:
 
 
 def derive_daily(store) -> None:
-    """gpu_cost_day and team_demand_hour of every day in gpu_cost_hour, from the scheduler's queries."""
+    """gpu_cost_day, gpu_util_day and team_demand_hour of every day in gpu_cost_hour, from the scheduler's queries."""
     from ingest.rollup.replace import replace_days
 
     days = [day for (day,) in store.rows("SELECT DISTINCT toDate(hour) AS d FROM gpu_cost_hour ORDER BY d")]

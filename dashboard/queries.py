@@ -29,6 +29,7 @@ from dashboard.throughput import factors, one_outcome, rightsize
 
 # What "no data yet" means for each source: the table that is empty before anything is derived.
 SOURCES = {"gpu_cost_hour": "GPU-hour costs", "gpu_hour": "hourly rollups", "gpu_cost_day": "daily GPU costs",
+           "gpu_util_day": "daily GPU utilization",
            "team_demand_hour": "hourly team demand", "idle_windows": "idle windows", "gpu_waste_day": "daily waste",
            "team_spend_day": "team spend", "compliance_findings": "compliance findings",
            "alert_state": "alert state", "alert_events": "alert history", "alert_silences": "silences",
@@ -39,12 +40,12 @@ RECENT = frozenset({"alerts", "alert_history", "alert_counts", "queue_pressure"}
 
 
 # Time resolution, decided here only. A page's query reads the window's GPU-hour costs and waste
-# through the placeholders __GPU_COST__ and __GPU_WASTE__: a window of whole UTC days reads the
+# through the placeholders __GPU_COST__, __GPU_UTIL__ and __GPU_WASTE__: a window of whole UTC days reads the
 # daily rollups, any other (Last 24 hours: Filters.whole_days is false) the hourly ones over
 # exactly [start, end) (sql/queries/window/). Queries with daily data only (bills are daily; the
 # runtime versions are kept per day) count the whole UTC days the window touches, start_day..end_day,
 # and the page says so (whole_days_note).
-WINDOW_ROWS = ("gpu_cost", "gpu_waste")
+WINDOW_ROWS = ("gpu_cost", "gpu_util", "gpu_waste")
 DAILY_ONLY = frozenset({"spend_by_team", "spend_trend", "unallocated", "other_currencies", "coverage",
                         "runtime_matrix", "gpu_focus", "placement"})
 # What each page shows from daily-only data, for its note.

@@ -22,7 +22,8 @@ ClickHouse cluster of shards × replicas:
   (TTL, settings, indexes, partitions) to ``t_local`` only; ``DROP`` to both;
 * a table rebuilt under a new name (``INSERT INTO t SELECT * FROM u``, ``EXCHANGE TABLES``)
   copies through the ``Distributed`` tables and exchanges the ``_local`` ones (a replica keeps
-  the Keeper path it was created with, under the name it now has);
+  the Keeper path it was created with, under the name it now has); a table filled from another
+  (``INSERT INTO t SELECT … FROM u … GROUP BY …``) reads and writes the ``Distributed`` ones too;
 * roles, profiles and grants get ``ON CLUSTER`` and the chosen database;
 * the alert engine's state (``REPLICATED_EVERYWHERE``: alert state, events, the notification
   outbox, delivery attempts, silences) is not sharded: it is one ``Replicated*MergeTree`` table
@@ -129,7 +130,7 @@ class ClusterSchema:
             return [self._grant(text)]
         raise SchemaError(
             f"don't know how to make this statement cluster-wide: {_first_line(text)!r}. Write migrations as "
-            "CREATE TABLE / VIEW / MATERIALIZED VIEW, ALTER TABLE, DROP, INSERT INTO t SELECT * FROM u or "
+            "CREATE TABLE / VIEW / MATERIALIZED VIEW, ALTER TABLE, DROP, INSERT INTO t SELECT … FROM u or "
             "EXCHANGE TABLES, or extend ingest/cluster.py")
 
     def _create_table(self, text: str) -> list[str]:
@@ -266,13 +267,15 @@ class ClusterSchema:
         return out
 
     def _copy(self, text: str) -> str:
-        """``INSERT INTO t SELECT * FROM u`` (a table rebuilt under a new name): through the
-        Distributed tables, each row to its shard, all written before the statement returns."""
-        m = re.fullmatch(rf"INSERT\s+INTO\s+({_NAME})\s+SELECT\s+\*\s+FROM\s+({_NAME})", text, re.I | re.S)
-        if not m:
+        """``INSERT INTO t SELECT … FROM u [WHERE …] [GROUP BY …]`` (a table rebuilt under a new
+        name, or filled from another): one table read through its Distributed table (an aggregation
+        is merged across shards), each row written to its shard, all before the statement returns."""
+        m = re.fullmatch(rf"INSERT\s+INTO\s+({_NAME})\s+(SELECT\s.+?)\s+FROM\s+({_NAME})((?:\s+(?:WHERE|GROUP\s+BY)\s.*)?)",
+                         text, re.I | re.S)
+        if not m or re.search(r"\b(FROM|JOIN|SETTINGS)\b", m.group(2) + m.group(4), re.I):
             raise SchemaError(f"don't know how to make this INSERT cluster-wide: {_first_line(text)!r} "
-                              "(only INSERT INTO t SELECT * FROM u is)")
-        return (f"INSERT INTO {self.qualified(m.group(1))} SELECT * FROM {self.qualified(m.group(2))} "
+                              "(only INSERT INTO t SELECT … FROM u, reading one table, is)")
+        return (f"INSERT INTO {self.qualified(m.group(1))} {m.group(2)} FROM {self.qualified(m.group(3))}{m.group(4)} "
                 "SETTINGS insert_distributed_sync = 1")
 
     def _exchange(self, text: str) -> str:

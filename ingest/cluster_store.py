@@ -46,7 +46,7 @@ INSERT_SETTINGS = {"insert_distributed_sync": 1}
 STAGE_ROUTING = {"load_balancing": "in_order", "prefer_localhost_replica": 0}
 _DDL = re.compile(r"\s*(CREATE\s+(OR\s+REPLACE\s+)?(TABLE|VIEW|MATERIALIZED|SETTINGS|ROLE|USER|ROW|QUOTA)|ALTER\s+TABLE|"
                   r"DROP\s+(TABLE|VIEW)|TRUNCATE|OPTIMIZE|GRANT|REVOKE|EXCHANGE\s+TABLES)\b|"
-                  r"\s*INSERT\s+INTO\s+\S+\s+SELECT\s+\*\s+FROM\s+\S+\s*$", re.I)
+                  r"\s*INSERT\s+INTO\s+\S+\s+SELECT\s", re.I)      # no column list: a table copied or filled from another
 _IDENT = r"`[^`]+`|[A-Za-z_][A-Za-z0-9_]*"
 
 

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 DERIVED = ["gpu_minute", "gpu_hour", "billing_line_hour", "gpu_cost_hour", "gpu_idle_segments", "team_spend_day",
-           "gpu_cost_day", "team_demand_hour", "idle_windows", "gpu_waste_hour", "gpu_waste_day", "showback_focus_day",
+           "gpu_cost_day", "gpu_util_day", "team_demand_hour", "idle_windows", "gpu_waste_hour", "gpu_waste_day", "showback_focus_day",
            "compliance_findings"]
 INPUTS = ["gpu_samples", "billing_line_items"]
 NUMERIC = ("Int", "UInt", "Float", "Decimal")

@@ -80,7 +80,7 @@ def render(data, view):
         mig = mig.assign(gpu=(mig["host"] + " " + mig["gpu_uuid"]).where(mig["level"] == 0,
                                                                            "└ MIG " + mig["mig_instance"]),
                          row_class=mig["level"].map({0: "parent", 1: "child"}))
-    graph = c.chart(dist, "gpu_cost_day" if by == "team" else "gpu_cost_hour", f,
+    graph = c.chart(dist, "gpu_util_day" if by == "team" else "gpu_cost_hour", f,
                     lambda d: figures.util_distribution(d.rename(columns={"key": "team"})), "held GPU-hours")
     table = c.table(mig, MIG_COLUMNS, "gpu_cost_day", f, "MIG instances", max_rows=len(mig), class_name="tree")
     if not mig.empty:

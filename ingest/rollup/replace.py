@@ -14,8 +14,8 @@ from base.sqlfiles import sql
 # The daily rollups that pages and finance read over weeks and months, partitioned by month
 # (sql/migrations/017_monthly_rollups.sql): table -> its time column. Replacing some days of a
 # month copies the month's other days into the staging table as they are.
-MONTHLY = {"gpu_cost_day": "day", "team_demand_hour": "hour", "team_spend_day": "day", "gpu_waste_day": "day",
-           "showback_focus_day": "day"}
+MONTHLY = {"gpu_cost_day": "day", "gpu_util_day": "day", "team_demand_hour": "hour", "team_spend_day": "day",
+           "gpu_waste_day": "day", "showback_focus_day": "day"}
 
 
 def partition_id(table: str, day: date) -> str:

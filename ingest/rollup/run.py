@@ -176,12 +176,13 @@ def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict,
 
 
 def daily_rollups(handles, days: list[date], rules: str, rule_params: dict) -> None:
-    """team_spend_day, gpu_cost_day and team_demand_hour of ``days``, after their GPU-hour costs:
-    tables partitioned by month, so each table a month at a time on one handle (replace_days), the
-    three tables side by side."""
+    """team_spend_day, gpu_cost_day, gpu_util_day and team_demand_hour of ``days``, after their
+    GPU-hour costs: tables partitioned by month, so each table a month at a time on one handle
+    (replace_days), the tables side by side."""
     run_jobs(handles, [
         lambda h: replace_days(h, "team_spend_day", days, "spend", rule_params, fills={"bill_lines": bill_lines(rules)}),
         lambda h: replace_days(h, "gpu_cost_day", days, "cost_day", {}),
+        lambda h: replace_days(h, "gpu_util_day", days, "util_day", {}),
         lambda h: replace_days(h, "team_demand_hour", days, "team_demand", {})])
 
 

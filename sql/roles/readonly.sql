@@ -35,6 +35,7 @@ GRANT SELECT ON gpuledger.gpu_minute TO gpuledger_reader;
 GRANT SELECT ON gpuledger.gpu_hour TO gpuledger_reader;
 GRANT SELECT ON gpuledger.gpu_cost_hour TO gpuledger_reader;
 GRANT SELECT ON gpuledger.gpu_cost_day TO gpuledger_reader;
+GRANT SELECT ON gpuledger.gpu_util_day TO gpuledger_reader;
 GRANT SELECT ON gpuledger.team_demand_hour TO gpuledger_reader;
 GRANT SELECT ON gpuledger.team_spend_day TO gpuledger_reader;
 GRANT SELECT ON gpuledger.idle_windows TO gpuledger_reader;

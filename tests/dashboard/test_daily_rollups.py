@@ -15,7 +15,10 @@ from dashboard.filters import Filters
 from tests.helpers import ROOT
 
 # gpu_cost_hour in the shape of each daily rollup: the same query over it must give the same numbers
-AS_HOURLY = {"gpu_cost_day": "(SELECT toDate(hour) AS day, * FROM gpu_cost_hour)", "team_demand_hour": "gpu_cost_hour"}
+AS_HOURLY = {"gpu_cost_day": "(SELECT toDate(hour) AS day, * FROM gpu_cost_hour)", "team_demand_hour": "gpu_cost_hour",
+             "gpu_util_day": "(SELECT toDate(hour) AS day, team, environment, host, gpu_uuid, mig_instance, "
+                             "sum(gpu_hours) AS gpu_hours, sum(utilized_gpu_hours) AS utilized_gpu_hours "
+                             "FROM gpu_cost_hour WHERE held GROUP BY day, team, environment, host, gpu_uuid, mig_instance)"}
 # the per-GPU-day utilization spread as it was computed from gpu_cost_hour before gpu_cost_day existed
 UTIL_DISTRIBUTION_HOURLY = """
 SELECT team, environment, count() AS gpu_days, min(u) AS min_pct, quantileExact(0.25)(u) AS q1_pct,

@@ -24,7 +24,7 @@ def clock() -> datetime:
 
 
 WINDOWED = sorted(p.stem for p in (ROOT / "sql" / "queries").glob("*.sql")
-                  if re.search(r"__GPU_(COST|WASTE)__", p.read_text()))
+                  if re.search(r"__GPU_(COST|UTIL|WASTE)__", p.read_text()))
 
 
 def test_every_windowed_query_reads_the_same_rows_hourly_over_whole_days(demo):

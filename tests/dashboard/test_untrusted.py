@@ -34,13 +34,14 @@ def plant(store, today: date) -> None:
     """Two days of GPU costs, waste, idle windows, spend, findings and alerts owned by hostile names."""
     days = [today - timedelta(days=1), today]
     owners = [(FORMULA, "onprem"), (LINK, "onprem"), (LONG, "aws"), ("research", "aws")]
-    cost_hour, cost_day, waste, windows, demand, gpu_hour = [], [], [], [], [], []
+    cost_hour, cost_day, util_day, waste, windows, demand, gpu_hour = [], [], [], [], [], [], []
     for g, (team, env) in enumerate(owners):
         gpu = f"GPU-{g:04d}"
         for day in days:
             t0 = datetime.combine(day, time())
             cost_day.append([day, HOSTILE["host"], gpu, "", env, HOSTILE["region"], HOSTILE["pool"], "i-1", "p4d",
                              "A100", "550.1", "12.4", team, 1, 24.0, 12.0, 5.0, 24.0, 0.0, 0.0, 0.0, 24.0, 0])
+            util_day.append([day, team, env, HOSTILE["host"], gpu, "", 24.0, 12.0])
             waste.append([day, HOSTILE["host"], gpu, "", env, HOSTILE["region"], HOSTILE["pool"], "A100", team,
                           HOSTILE["user"], HOSTILE["job_id"], "", 24.0, 24.0, 3.0, 1.0, 2.0, 0.5])
             windows.append([HOSTILE["host"], gpu, "", t0 + timedelta(hours=2), t0 + timedelta(hours=3), 3600, 3600, 0,
@@ -57,6 +58,7 @@ def plant(store, today: date) -> None:
                                                      "pool", "model", "team", "held", "gpu_hours", "utilized_gpu_hours",
                                                      "cloud_gpu_usd", "cost_usd"])
     insert("gpu_cost_day", cost_day, column_names=store.columns("gpu_cost_day"))
+    insert("gpu_util_day", util_day, column_names=store.columns("gpu_util_day"))
     insert("gpu_waste_day", waste, column_names=store.columns("gpu_waste_day"))
     insert("idle_windows", windows, column_names=["host", "gpu_uuid", "mig_instance", "start", "end", "duration_s",
                                                   "covered_s", "is_open", "kind", "environment", "region", "pool",

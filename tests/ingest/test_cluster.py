@@ -174,6 +174,14 @@ def test_alters_drops_and_materialized_views_follow_the_rules(store):
         formatted(store, sql)
     with pytest.raises(SchemaError, match="cluster-wide"):
         schema.rewrite("INSERT INTO gpu_samples VALUES (now(), 'h', 1)")
+    filled = schema.rewrite("INSERT INTO gpu_hour SELECT host, sum(x) FROM gpu_minute WHERE held GROUP BY host")
+    assert filled == [f"INSERT INTO {DB}.gpu_hour SELECT host, sum(x) FROM {DB}.gpu_minute WHERE held GROUP BY host "
+                      "SETTINGS insert_distributed_sync = 1"]
+    for two_tables in ("INSERT INTO gpu_hour SELECT * FROM gpu_minute JOIN gpu_samples USING host",
+                       "INSERT INTO gpu_hour SELECT * FROM (SELECT * FROM gpu_minute)",
+                       "INSERT INTO gpu_hour SELECT (SELECT 1 FROM gpu_samples) FROM gpu_minute"):
+        with pytest.raises(SchemaError, match="cluster-wide"):
+            schema.rewrite(two_tables)
     with pytest.raises(SchemaError, match="cluster name"):
         ClusterSchema("bad-name")
 

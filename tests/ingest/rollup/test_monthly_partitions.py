@@ -91,7 +91,7 @@ def test_runs_of_days_split_at_gaps_and_at_the_run_length():
 
 
 # what replace_days derives with one query for a run of days (ingest/rollup/run.py)
-RANGED = [("team_spend_day", "spend"), ("gpu_cost_day", "cost_day"), ("team_demand_hour", "team_demand"),
+RANGED = [("team_spend_day", "spend"), ("gpu_cost_day", "cost_day"), ("gpu_util_day", "util_day"), ("team_demand_hour", "team_demand"),
           ("gpu_waste_hour", "waste"), ("gpu_waste_day", "waste_day"), ("showback_focus_day", "showback")]
 
 
