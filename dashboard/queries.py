@@ -379,13 +379,21 @@ def placement(store, f: Filters, baseline_q: float, saturated_pct: float, queue_
     more get a burst row."""
     usage = placement_usage(store, f) if usage is None else usage
     rates = placement_rates(store, f, usage) if rates is None else rates
-    per_env, cheapest, cloud_gpu_hour = _cheapest_cloud(rates)
     n_hours = hours(store, f) if n_hours is None else n_hours
     queued = queue_pressure(store, f, rates) if queued is None else queued
-    waited = queued[queued["wait_p95_h"] >= queue_wait_h] if not queued.empty else queued
     sized = placement_rightsize(store, f, throughput, n_hours, usage=usage) if sized is None else sized
     demand = placement_demand(store, f, baseline_q) if demand is None else demand
-    recs = run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
+    return with_rightsizing(placement_moves(store, f, baseline_q, saturated_pct, queue_wait_h, rates, n_hours, queued,
+                                            demand, usage), sized)
+
+
+def placement_moves(store, f: Filters, baseline_q: float, saturated_pct: float, queue_wait_h: float,
+                    rates: pd.DataFrame, n_hours: int, queued: pd.DataFrame, demand: pd.DataFrame,
+                    usage: pd.DataFrame) -> pd.DataFrame:
+    """sql/queries/placement.sql's rows: the moves between environments and pools (placement())."""
+    per_env, cheapest, cloud_gpu_hour = _cheapest_cloud(rates)
+    waited = queued[queued["wait_p95_h"] >= queue_wait_h] if not queued.empty else queued
+    return run(store, "placement", f, baseline_q=float(baseline_q), saturated_pct=float(saturated_pct),
                baseline_teams=[str(t) for t in demand.get("team", [])],
                baseline_gpus=[float(g) for g in demand.get("cloud_baseline_gpus", [])],
                rate_envs=list(per_env), rate_values=list(per_env.values()), cheapest=cheapest,
@@ -395,6 +403,11 @@ def placement(store, f: Filters, baseline_q: float, saturated_pct: float, queue_
                queue_wait_p95_h=[float(w) for w in waited.get("wait_p95_h", [])],
                queue_gpu_hours=[float(g) for g in waited.get("pending_gpu_hours", [])],
                queue_pending_gpus=[float(g) for g in waited.get("pending_gpus", [])])
+
+
+def with_rightsizing(recs: pd.DataFrame, sized: pd.DataFrame) -> pd.DataFrame:
+    """placement_moves()'s rows and a "right-size" row per placement_rightsize() row, one kind per
+    team and per pool (throughput.one_outcome), biggest savings first."""
     if sized.empty:
         return one_outcome(recs)
     right = pd.DataFrame({

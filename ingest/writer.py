@@ -158,23 +158,15 @@ def value_problem(ch_type: str, value) -> str | None:
 
 def _value_problem(ch_type: str, value) -> tuple[str, str] | None:
     """``(kind, reason)`` of ``value_problem``."""
-    inner = ch_type
-    if inner.startswith("Nullable(") and inner.endswith(")"):
-        if value is None:
-            return None
-        inner = inner[9:-1]
-    if inner.startswith("LowCardinality(") and inner.endswith(")"):
-        inner = inner[15:-1]
+    inner, nullable, bounds = _shape(ch_type)
     if value is None:
-        return "type", f"no value given for a non-nullable {inner} column"
-    m = _INT_TYPE.fullmatch(inner)
-    if m:
+        return None if nullable else ("type", f"no value given for a non-nullable {inner} column")
+    if bounds:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             return "type", f"{_show(value)} is not an integer"
-        bits = int(m.group(2))
-        low, high = (0, 2**bits - 1) if m.group(1) else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        low, high = bounds
         if not low <= value <= high:
             return "range", f"{value} is outside {inner}'s range {low}..{high}"
         return None

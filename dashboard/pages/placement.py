@@ -69,11 +69,18 @@ def render(data):
                                                   lambda: queries.placement_usage(st.store, f),
                                                   lambda: queries.placement_demand(st.store, f, st.baseline_quantile))
     rates = queries.placement_rates(st.store, f, usage)
-    queued = queries.queue_pressure(st.store, f, rates)
-    models = queries.placement_models(st.store, f, st.throughput, usage)
-    sized = queries.placement_rightsize(st.store, f, st.throughput, n_hours, models, usage)
-    recs = queries.placement(st.store, f, st.baseline_quantile, st.saturated_pct, st.queue_burst_wait_hours,
-                             rates, n_hours, queued, st.throughput, sized, demand, usage)
+
+    def moves():           # two queries, while the right-sizing is worked out in pandas
+        queued = queries.queue_pressure(st.store, f, rates)
+        return queued, queries.placement_moves(st.store, f, st.baseline_quantile, st.saturated_pct,
+                                               st.queue_burst_wait_hours, rates, n_hours, queued, demand, usage)
+
+    def sizing():
+        models = queries.placement_models(st.store, f, st.throughput, usage)
+        return models, queries.placement_rightsize(st.store, f, st.throughput, n_hours, models, usage)
+
+    (queued, moved), (models, sized) = queries.side_by_side(moves, sizing)
+    recs = queries.with_rightsizing(moved, sized)
     total = html.P(f"Savings if every positive recommendation is taken: "
                    f"{c.money(recs.loc[recs['savings_usd'] > 0, 'savings_usd'].sum())}", className="total") \
         if not recs.empty else None
