@@ -53,3 +53,25 @@ def test_the_platform_serves_with_server_threads_workers(store):
         assert isinstance(platform._server, PooledWSGIServer)
         assert len(platform._server._workers) == 3
         assert urllib.request.urlopen(served.url + "/healthz", timeout=10).status == 200
+
+
+def test_a_stalled_connection_gives_its_worker_back():
+    """A connection that sends nothing is closed after ``idle_s``: with one worker, a second client
+    is answered although the first keeps its connection open."""
+    import socket
+    import time
+
+    web = Flask("idle")
+    web.add_url_rule("/", "root", lambda: "ok")
+    server = PooledWSGIServer("127.0.0.1", 0, web, threads=1, idle_s=0.5)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        idle = socket.create_connection(("127.0.0.1", server.server_port))
+        began = time.monotonic()
+        assert urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/", timeout=30).read() == b"ok"
+        assert time.monotonic() - began >= 0.3           # it waited for the silent connection to be closed
+        assert idle.recv(4096) == b""                    # which the server did
+        idle.close()
+    finally:
+        server.shutdown()
+        server.server_close()
