@@ -1,6 +1,6 @@
 """Dashboard under concurrent users: p50 and p95 of every request (the page through the pages
 router, then each callback it fires) at 1, 8, 32 and 50 simulated users, over real HTTP to the
-dashboard served by werkzeug's threaded server (as ``gpuledger up`` serves it), next to the same
+dashboard served as ``gpuledger up`` serves it (``gpuledger.serving``), next to the same
 query functions run bare, one at a time, on a plain store handle in the same run.
 
 Two ways of reading are measured in the same run on the same rollups (bench_dashboard's
@@ -109,8 +109,7 @@ def bare(store, f, st) -> list[float]:
 
 
 def run(quick: bool = False) -> list[dict]:
-    from werkzeug.serving import make_server
-
+    from bench.bench_receiver import start_server
     from dashboard import state
     from dashboard.app import mount
     from dashboard.filters import parse
@@ -127,8 +126,7 @@ def run(quick: bool = False) -> list[dict]:
     st = platform.web.extensions[state.KEY]
     reader = st.store
     logging.getLogger("werkzeug").setLevel(logging.ERROR)         # no line per request
-    server = make_server("127.0.0.1", 0, platform.web, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = start_server(platform.web)
     url = f"http://127.0.0.1:{server.server_port}"
     f = parse({"range": "30d" if days >= 30 else "7d"}, datetime.now(timezone.utc).date())
     handle = store.read_only()

@@ -4,7 +4,7 @@
 The fleet is the simulator's (``sim.build_fleet(gpus=10000)``: 10,000 physical GPUs, 13,745
 entities with the MIG slices; cloud instances that are stopped send nothing, so ~2.46 M samples
 an hour). The platform is one process of its own (spawned, as ``gpuledger up`` is: chDB
-embedded, the receiver on werkzeug's threaded server on loopback), the load generator another
+embedded, the receiver on its pooled server on loopback), the load generator another
 (agents' CPU is not the platform's, though here both share the same 2 cores). In order:
 
 * earlier data: the hours of the day before the measured one are loaded with ``ingest samples``

@@ -21,7 +21,7 @@ import threading
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler
 
 LISTEN_BACKLOG = 1024       # connections the kernel queues while every worker is busy (werkzeug: 128)
-IDLE_S = 10.0               # a connection silent this long (between requests, or within one) is closed
+IDLE_S = 10.0               # a connection that sends nothing for this long is closed
 
 
 class RequestHandler(WSGIRequestHandler):

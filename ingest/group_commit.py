@@ -1,6 +1,6 @@
 """Group commit: the receiver's requests from many senders stored in a few large inserts.
 
-A request (an agent's batch, a remote_write) is checked in its own thread (``split_valid``), then
+A request (an agent's batch, a remote_write) is checked in its server thread (``split_valid``), then
 handed to ``GroupCommit.store``, which blocks until ITS rows are stored. One writer thread takes
 everything queued, stores it as one insert per table (requests arriving while an insert runs go
 into the next one), and then answers each request: stored, its own refused rows, or the store's
