@@ -37,26 +37,28 @@ def rollup_and_idle(store, cfg, since, until) -> tuple[float, float]:
     """Seconds to recompute gpu_minute, gpu_hour and the idle windows of every day, as a rollup
     does; and of those, the seconds of the sample-exact idle work (segments and stitching)."""
     from ingest.rollup import configtables
+    from ingest.rollup import run as derive
     from ingest.rollup.replace import replace_day
-    from ingest.rollup.run import derive_idle_windows, idle_parameters, in_parallel, rollup_day, sample_parts
 
     days = days_of(store, since, until)
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
     handles = [store] + [store.clone() for _ in range(cfg.analytics.workers - 1)]
-    idle = idle_parameters(cfg)
+    idle = derive.idle_parameters(cfg)
     parts = {}                                   # day -> how its samples are read, found once as a rollup does
 
-    def rollups(handle, day):
-        parts[day] = sample_parts(handle, day, idle["lookback_s"], params["max_gap_s"])
-        rollup_day(handle, day, params, parts=parts[day])
+    def minutes(handle, day):
+        parts[day] = derive.sample_parts(handle, day, idle["lookback_s"], params["max_gap_s"])
+        derive.derive_steps(handle, [day], None, [derive.minute_step(params, parts[day])])
     started = time.perf_counter()
-    in_parallel(handles, days, rollups)
+    derive.in_parallel(handles, days, minutes)
+    derive.in_parallel(handles, derive.hour_units(days, dict.fromkeys(days)),
+                       lambda handle, unit: derive.derive_steps(handle, *unit, [derive.HOUR_STEP]))
     configtables.refresh(store, cfg)
     idle_started = time.perf_counter()
-    in_parallel(handles, days, lambda handle, day: replace_day(handle, "gpu_idle_segments", day, "idle_segments",
-                                                               idle, parts=parts[day]))
+    derive.in_parallel(handles, days, lambda handle, day: replace_day(handle, "gpu_idle_segments", day, "idle_segments",
+                                                                      idle, parts=parts[day]))
     start = datetime.combine(days[0], datetime.min.time(), timezone.utc)
-    derive_idle_windows(store, cfg, start, datetime.combine(until + timedelta(days=1), datetime.min.time(), timezone.utc))
+    derive.derive_idle_windows(store, cfg, start, datetime.combine(until + timedelta(days=1), datetime.min.time(), timezone.utc))
     finished = time.perf_counter()
     for handle in handles[1:]:
         handle.close()

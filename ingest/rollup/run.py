@@ -10,6 +10,7 @@ compliance findings. Run it as often as you like: an unchanged day is not recomp
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -71,29 +72,38 @@ def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
 
 def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]], state: dict, config_fp: int,
                 force: bool, progress: Callable[[str], None], rules: str, rule_params: dict) -> dict[date, datetime | None]:
-    """Recompute the per-day tables of ``days``, ``cfg.analytics.workers`` days at a time; return
-    for each day the hour it was recomputed from (None: the whole day)."""
+    """Recompute the per-day tables of ``days`` on ``cfg.analytics.workers`` handles: what reads the
+    samples a day at a time, the tables derived from GPU-hours a run of days at a time
+    (hour_units); return for each day the hour it was recomputed from (None: the whole day)."""
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
     starts = {day: None if force else first_changed_hour(store, day, state.get(day), inputs[day], config_fp)
               for day in days}
-    done = iter(range(1, len(days) + 1))
+    rolled, done = iter(range(1, len(days) + 1)), iter(range(1, len(days) + 1))
 
     idle_params = idle_parameters(cfg)
     parts: dict[date, list] = {}                    # day -> how its samples are read, found once for both reads
+    units = hour_units(days, starts)
 
-    def rollups(handle, day):
+    def minutes(handle, day):
         parts[day] = sample_parts(handle, day, idle_params["lookback_s"], params["max_gap_s"], starts[day])
-        rollup_day(handle, day, params, starts[day], parts[day])
+        derive_steps(handle, [day], starts[day], [minute_step(params, parts[day])])
+        progress(f"[{next(rolled)}/{len(days)}] minutes of {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
 
-    def costs(handle, day):
-        cost_day(handle, day, rules, rule_params, idle_params, starts[day], parts[day])
+    def costs(handle, unit):
+        derive_steps(handle, *unit, [("billing_line_hour", "line_hours", {}, None, "hour", None),
+                                     ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour", None)])
+
+    def idle_segments(handle, day):
+        derive_steps(handle, [day], starts[day], [("gpu_idle_segments", "idle_segments", idle_params, None, "hour", parts[day])])
         progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
 
     with worker_handles(store, min(cfg.analytics.workers, len(days))) as handles:
         # the rollups of every day first: a bill spanning days needs all their GPU-hours
-        in_parallel(handles, days, rollups)
+        in_parallel(handles, days, minutes)
+        in_parallel(handles, units, lambda handle, unit: derive_steps(handle, *unit, [HOUR_STEP]))
         configtables.refresh(store, cfg)
-        in_parallel(handles, days, costs)
+        in_parallel(handles, units, costs)
+        in_parallel(handles, days, idle_segments)      # each day's idle time priced by its GPU-hour costs
         daily_rollups(handles, days, rules, rule_params)
     return starts
 
@@ -124,14 +134,23 @@ def worker_handles(store, count: int) -> Iterator[list]:
 
 
 def in_parallel(handles, items: list, work) -> None:
-    """Run ``work(handle, item)`` for every item (a day, a run of days, a job), one at a time per
-    store handle."""
+    """Run ``work(handle, item)`` for every item (a day, a run of days, a job), in order, each on
+    the next handle that is free (items take unequal time: runs of days are up to 8 days long)."""
     if len(handles) == 1:
         for item in items:
             work(handles[0], item)
         return
+    todo, taking = iter(items), threading.Lock()
+
+    def worker(handle):
+        while True:
+            with taking:
+                item = next(todo, todo)
+            if item is todo:
+                return
+            work(handle, item)
     with ThreadPoolExecutor(len(handles)) as pool:
-        list(pool.map(lambda i: [work(handles[i], item) for item in items[i::len(handles)]], range(len(handles))))
+        list(pool.map(worker, handles))
 
 
 def run_jobs(handles, jobs: list[Callable]) -> None:
@@ -156,23 +175,29 @@ def sample_parts(store, day: date, before_s: int, after_s: int, start: datetime 
     return parts
 
 
+def minute_step(params: dict, parts: list[tuple[dict, dict]]) -> tuple:
+    """gpu_minute as derive_steps takes it, from the samples read in ``parts`` (sample_parts)."""
+    return ("gpu_minute", "minute", params, None, "minute", parts)
+
+
+HOUR_STEP = ("gpu_hour", "hour", {}, None, "hour", None)
+
+
 def rollup_day(store, day: date, params: dict, start: datetime | None = None,
                parts: list[tuple[dict, dict]] | None = None) -> None:
     """gpu_minute and gpu_hour of one day — only from ``start`` on when given (earlier rows kept);
     the samples read in ``parts`` (sample_parts; found here when not given)."""
     parts = parts or sample_parts(store, day, params["max_gap_s"], params["max_gap_s"], start)
-    _steps(store, day, start, [("gpu_minute", "minute", params, None, "minute", parts),
-                               ("gpu_hour", "hour", {}, None, "hour", None)])
+    derive_steps(store, [day], start, [minute_step(params, parts), HOUR_STEP])
 
 
-def cost_day(store, day: date, rules: str, rule_params: dict, idle_params: dict, start: datetime | None = None,
-             parts: list[tuple[dict, dict]] | None = None) -> None:
-    """gpu_cost_hour and the idle segments of one day, after its rollups (samples as rollup_day)."""
-    parts = parts or sample_parts(store, day, idle_params["lookback_s"], idle_params["max_gap_s"], start)
-    _steps(store, day, start, [
-        ("billing_line_hour", "line_hours", {}, None, "hour", None),
-        ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour", None),
-        ("gpu_idle_segments", "idle_segments", idle_params, None, "hour", parts)])
+def hour_units(days: list[date], starts: dict[date, datetime | None]) -> list[tuple[list[date], datetime | None]]:
+    """How the tables derived from GPU-hours (gpu_hour, billing_line_hour, gpu_cost_hour) take
+    ``days``, as (days, start) for derive_steps: a day recomputed from an hour on alone; whole days
+    a run at a time (replace_days: a query and a staging copy per run of up to 8 days, not per day,
+    where planning and staging were most of a day's time)."""
+    return ([([day], starts[day]) for day in days if starts[day]]
+            + [(unit, None) for unit in swap_units("gpu_hour", [day for day in days if not starts[day]])])
 
 
 def daily_rollups(handles, days: list[date], rules: str, rule_params: dict) -> None:
@@ -192,14 +217,21 @@ def bill_lines(rules: str) -> str:
     return sql("rollup/bill_line_team", team_rules=rules)
 
 
-def _steps(store, day: date, start: datetime | None, steps) -> None:
+def derive_steps(store, days: list[date], start: datetime | None, steps) -> None:
+    """Derive each step (table, sql name, parameters, fills, time column, sample parts) for
+    ``days``: one day from ``start`` on (its earlier rows kept) or read in sample parts
+    (replace_day); otherwise whole days, a run of them per query (replace_days)."""
     timings = {}
     for table, sql_name, parameters, fills, time_column, parts in steps:
         started = time.perf_counter()
-        keep = (time_column, start) if start and time_column else None
-        replace_day(store, table, day, sql_name, parameters, fills=fills, keep=keep, parts=parts)
+        if start or parts:
+            (day,) = days
+            keep = (time_column, start) if start else None
+            replace_day(store, table, day, sql_name, parameters, fills=fills, keep=keep, parts=parts)
+        else:
+            replace_days(store, table, days, sql_name, parameters, fills=fills)
         timings[table] = round(time.perf_counter() - started, 3)
-    log.debug("derived %s: %s", day, timings)
+    log.debug("derived %s: %s", days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}", timings)
 
 
 def day_inputs(store, since: date, until: date) -> dict[date, tuple[int, int]]:

