@@ -17,7 +17,6 @@
 """
 from __future__ import annotations
 
-import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -25,7 +24,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from bench import pandas_reference
-from bench.common import bench_store, best_of, report, row
+from bench.common import bench_store, best_of, report, row, work_dir
 
 
 def days_of(store, since, until) -> list:
@@ -102,7 +101,7 @@ def run(quick: bool = False) -> list[dict]:
 
     gpus, days = (32, 3) if quick else (256, 30)
     end = datetime(2026, 11, 1, tzinfo=timezone.utc)
-    work = Path(tempfile.mkdtemp(prefix="gpuledger-bench-derive-"))
+    work = work_dir("derive")
     fleet = sim.build_fleet(gpus=gpus, seed=11)
     files = sim.write_samples(fleet, work / "samples", days=days, interval_s=15, end=end)
     (work / "gpuledger.toml").write_text(config_text(sim.fleet_metadata(fleet)))

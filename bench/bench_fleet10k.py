@@ -46,13 +46,12 @@ import gzip
 import multiprocessing
 import resource
 import sys
-import tempfile
 import time
 import traceback
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from bench.common import report, row
+from bench.common import report, row, work_dir
 
 INTERVAL_S = 15
 NEEDED = 670.0                    # rows/s: 10,000 GPUs every 15 s (667), as the issue puts it
@@ -342,7 +341,7 @@ def run(quick: bool = False) -> list[dict]:
     from gpuledger.demo import config_text
 
     n = sizes_of(quick)
-    work = Path(tempfile.mkdtemp(prefix="gpuledger-bench-fleet10k-"))
+    work = work_dir("fleet10k")
     day = datetime.now(timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
     now = day + timedelta(hours=n["hours_before"] + 1)           # the end of the measured hour
     fleet = sim.build_fleet(gpus=n["gpus"], seed=11)

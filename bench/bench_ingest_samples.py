@@ -5,7 +5,6 @@ the same store, in the same run. Goal: ours >= 0.7 of the reference rate.
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.common import bench_store, best_of, report, row
+from bench.common import bench_store, best_of, report, row, work_dir
 from collector.records import GPU_SAMPLE_COLUMNS
 
 
@@ -54,7 +53,7 @@ def run(quick: bool = False) -> list[dict]:
     from ingest.samples import ingest_samples
 
     rows = 200_000 if quick else 2_000_000
-    work = Path(tempfile.mkdtemp(prefix="gpuledger-bench-samples-"))
+    work = work_dir("samples")
     path = make_parquet(work / "samples.parquet", rows)
     repeat = 2 if quick else 3
 

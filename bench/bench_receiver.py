@@ -26,12 +26,11 @@ import asyncio
 import gzip
 import multiprocessing
 import sys
-import tempfile
 import threading
 import time
 from datetime import datetime, timedelta, timezone
 
-from bench.common import bench_store, report, row
+from bench.common import bench_store, report, row, work_dir
 from collector.batches import Batch
 from collector.records import GPU_SAMPLE_COLUMNS, GpuSample, as_row
 from ingest.group_commit import GroupCommit, Request
@@ -92,7 +91,7 @@ def serve(mode: str, ready, done) -> None:
             with self._lock:
                 return insert_valid(self.store, table, columns, rows, id, now)
 
-    store = connect(f"chdb://{tempfile.mkdtemp(prefix='gpuledger-bench-receiver-')}")
+    store = connect(f"chdb://{work_dir('receiver')}")
     prepare(store)
     web = Flask("bench_receiver")
     if mode == "http only":

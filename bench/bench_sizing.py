@@ -13,11 +13,9 @@ instance) per sample interval: 86,400 / interval rows per GPU a day.
 from __future__ import annotations
 
 import sys
-import tempfile
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
-from bench.common import bench_store, report, row
+from bench.common import bench_store, report, row, work_dir
 
 GPUS_PER_FLEET = 1000
 TABLES = ("gpu_samples", "gpu_minute", "gpu_hour", "gpu_cost_hour", "idle_windows")
@@ -31,7 +29,7 @@ def measure(gpus: int, days: int, interval_s: int, seed: int = 7, derive_too: bo
     from ingest.samples import ingest_samples
 
     end = datetime(2026, 3, 1, tzinfo=timezone.utc)
-    work = Path(tempfile.mkdtemp(prefix="gpuledger-bench-sizing-"))
+    work = work_dir("sizing")
     files = write_simulation(work, gpus=gpus, days=days, interval_s=interval_s, seed=seed, end=end,
                              progress=lambda m: None)
     store = bench_store(f"sizing_{interval_s}")

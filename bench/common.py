@@ -6,13 +6,23 @@ run — and prints them with ``report`` when run as a script.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
+import shutil
 import tempfile
 import time
 from pathlib import Path
 
 _store_dir: Path | None = None
 _count = itertools.count()
+
+
+def work_dir(name: str) -> Path:
+    """A private directory for a benchmark's files, removed when this process exits (a full
+    ``gpuledger bench`` writes ~10 GB of samples and stores; they were left behind before)."""
+    path = Path(tempfile.mkdtemp(prefix=f"gpuledger-bench-{name}-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def bench_store(name: str):
@@ -22,7 +32,7 @@ def bench_store(name: str):
     from ingest.store import connect
 
     if _store_dir is None:
-        _store_dir = Path(tempfile.mkdtemp(prefix="gpuledger-bench-"))
+        _store_dir = work_dir("store")
     store = connect(f"chdb://{_store_dir}?database=bench_{name}_{next(_count)}")
     prepare(store)
     return store
