@@ -203,6 +203,9 @@ class Store:
         """A second handle on the same store that refuses writes (for user-typed SQL)."""
         if self.target.embedded:
             client = _chdb_client(self.target)
+            # a reader's queries go before the derivation's (DERIVE_SETTINGS, priority 2: paused
+            # while one of these runs); set before readonly, which forbids changing settings
+            client.command("SET priority = 1")
             client.command("SET readonly = 1")
         else:
             client = _http_client(self.target, settings={"readonly": 1})
