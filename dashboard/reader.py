@@ -30,7 +30,7 @@ import pandas as pd
 
 from base.events import ROLLUP_FINISHED, listen
 
-POOL_SIZE = 2            # read handles: two cores, and 2 measured best (docs/dashboard.md "Concurrent users")
+POOL_SIZE = 4            # read handles: 50 users during a backfill, p95 622-710 ms with 4 (docs/dashboard.md "Concurrent users")
 MAX_ENTRIES = 1024
 MAX_AGE_S = 300.0
 RECENT_S = 5.0

@@ -28,7 +28,7 @@ def partition_id(table: str, day: date) -> str:
 # aggregation state goes to disk beyond 1 GiB (the same result): a whole day of 2,000 GPUs at 15 s
 # (11.8 M samples) peaked at 8.6 GB of memory without it, 1.7 GB with it, for 14 % more time.
 # Priority 2: on the embedded store a derivation's query pauses while a reader's (Store.read_only,
-# priority 1: dashboard pages, `gpuledger sql`) runs, so pages stay quick during a backfill.
+# priority 1: dashboard pages, `gpuledger query`) runs, so pages stay quick during a backfill.
 DERIVE_SETTINGS = {"optimize_read_in_window_order": 1, "optimize_aggregation_in_order": 1,
                    "max_bytes_before_external_group_by": 1 << 30, "priority": 2}
 
