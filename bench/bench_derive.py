@@ -37,25 +37,20 @@ def rollup_and_idle(store, cfg, since, until) -> tuple[float, float]:
     does; and of those, the seconds of the sample-exact idle work (segments and stitching)."""
     from ingest.rollup import configtables
     from ingest.rollup import run as derive
-    from ingest.rollup.replace import replace_day
 
     days = days_of(store, since, until)
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
     handles = [store] + [store.clone() for _ in range(cfg.analytics.workers - 1)]
     idle = derive.idle_parameters(cfg)
-    parts = {}                                   # day -> how its samples are read, found once as a rollup does
-
-    def minutes(handle, day):
-        parts[day] = derive.sample_parts(handle, day, idle["lookback_s"], params["max_gap_s"])
-        derive.derive_steps(handle, [day], None, [derive.minute_step(params, parts[day])])
+    whole = dict.fromkeys(days)
+    read = derive.sample_units(days, whole, derive.day_inputs(store, since, until))
     started = time.perf_counter()
-    derive.in_parallel(handles, days, minutes)
-    derive.in_parallel(handles, derive.hour_units(days, dict.fromkeys(days)),
+    parts = derive.derive_minutes(handles, read, params, idle)
+    derive.in_parallel(handles, derive.hour_units(days, whole),
                        lambda handle, unit: derive.derive_steps(handle, *unit, [derive.HOUR_STEP]))
     configtables.refresh(store, cfg)
     idle_started = time.perf_counter()
-    derive.in_parallel(handles, days, lambda handle, day: replace_day(handle, "gpu_idle_segments", day, "idle_segments",
-                                                                      idle, parts=parts[day]))
+    derive.derive_idle_segments(handles, read, parts, idle)
     start = datetime.combine(days[0], datetime.min.time(), timezone.utc)
     derive.derive_idle_windows(store, cfg, start, datetime.combine(until + timedelta(days=1), datetime.min.time(), timezone.utc))
     finished = time.perf_counter()

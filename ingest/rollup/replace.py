@@ -43,19 +43,17 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
     they are and only the rest is computed (the query gets ``since`` as its ``from`` parameter).
     ``parts``: the query runs once per (fills, parameters) given, each added to ``fills`` and
     ``parameters``, and their rows together make the day (default: one run).
-    Not for a ``MONTHLY`` table (replace_days).
+    ``keep`` is not for a ``MONTHLY`` table, whose days are derived whole.
     """
+    if not keep:
+        return replace_days(store, table, [day], sql_name, parameters, fills=fills, parts=parts)
     if table in MONTHLY:
-        if keep or parts:
-            raise ValueError(f"{table} is partitioned by month: its days are derived whole, in one run (replace_days)")
-        return replace_days(store, table, [day], sql_name, parameters, fills=fills)
+        raise ValueError(f"{table} is partitioned by month: its days are derived whole (replace_days)")
     pid = partition_id(table, day)
-    start = datetime.combine(day, time.min)
+    column, start = keep[0], keep[1].replace(tzinfo=None)
     with store.staging(table) as stage:
-        if keep:
-            column, start = keep[0], keep[1].replace(tzinfo=None)
-            stage.fill(f"SELECT * FROM `{table}` WHERE _partition_id = {{p:String}} AND `{column}` < {{since:DateTime}}",
-                       parameters={"p": pid, "since": start}, columns=store.columns(table))
+        stage.fill(f"SELECT * FROM `{table}` WHERE _partition_id = {{p:String}} AND `{column}` < {{since:DateTime}}",
+                   parameters={"p": pid, "since": start}, columns=store.columns(table))
         for part_fills, part_parameters in parts or [({}, {})]:
             stage.fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
                        parameters=parameters | part_parameters | {"day": day, "from": start}, settings=DERIVE_SETTINGS)
@@ -64,11 +62,12 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
 
 
 def replace_days(store, table: str, days: list[date], sql_name: str, parameters: dict, *,
-                 fills: dict | None = None) -> int:
+                 fills: dict | None = None, parts: list[tuple[dict, dict]] | None = None) -> int:
     """replace_day of every day of ``days``, one query per run of consecutive days (at most
-    ``RUN_DAYS``; the query gets the run's first day as ``from`` and its last as ``day``) and one
-    swap per partition: a ``MONTHLY`` table's month is staged with its other days copied as they
-    are and the given ones computed. Returns the rows computed."""
+    ``RUN_DAYS``; the query gets the run's first day as ``from`` and its last as ``day``; with
+    ``parts``, one per part as in replace_day) and one swap per partition: a ``MONTHLY`` table's
+    month is staged with its other days copied as they are and the given ones computed. Returns
+    the rows computed."""
     computed = 0
     for group in swap_units(table, days):
         pid = _swap_unit(table, group[0])
@@ -80,9 +79,10 @@ def replace_days(store, table: str, days: list[date], sql_name: str, parameters:
                            parameters={"p": pid, "days": group}, columns=store.columns(table))
                 kept = stage.count()
             for first, last in runs(group):
-                stage.fill(sql(f"rollup/{sql_name}", **(fills or {})),
-                           parameters=parameters | {"day": last, "from": datetime.combine(first, time.min)},
-                           settings=DERIVE_SETTINGS)
+                for part_fills, part_parameters in parts or [({}, {})]:
+                    stage.fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
+                               parameters=parameters | part_parameters | {"day": last, "from": datetime.combine(first, time.min)},
+                               settings=DERIVE_SETTINGS)
             stage.replace_in(partition_ids=sorted({partition_id(table, d) for d in group}))
             computed += stage.count() - kept
     return computed

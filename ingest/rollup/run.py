@@ -78,34 +78,58 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
     starts = {day: None if force else first_changed_hour(store, day, state.get(day), inputs[day], config_fp)
               for day in days}
-    rolled, done = iter(range(1, len(days) + 1)), iter(range(1, len(days) + 1))
 
     idle_params = idle_parameters(cfg)
-    parts: dict[date, list] = {}                    # day -> how its samples are read, found once for both reads
-    units = hour_units(days, starts)
-
-    def minutes(handle, day):
-        parts[day] = sample_parts(handle, day, idle_params["lookback_s"], params["max_gap_s"], starts[day])
-        derive_steps(handle, [day], starts[day], [minute_step(params, parts[day])])
-        progress(f"[{next(rolled)}/{len(days)}] minutes of {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
+    read, hours = sample_units(days, starts, inputs), hour_units(days, starts)
 
     def costs(handle, unit):
         derive_steps(handle, *unit, [("billing_line_hour", "line_hours", {}, None, "hour", None),
                                      ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour", None)])
 
-    def idle_segments(handle, day):
-        derive_steps(handle, [day], starts[day], [("gpu_idle_segments", "idle_segments", idle_params, None, "hour", parts[day])])
-        progress(f"[{next(done)}/{len(days)}] derived {day}" + (f" from {starts[day]:%H:%M}" if starts[day] else ""))
-
     with worker_handles(store, min(cfg.analytics.workers, len(days))) as handles:
         # the rollups of every day first: a bill spanning days needs all their GPU-hours
-        in_parallel(handles, days, minutes)
-        in_parallel(handles, units, lambda handle, unit: derive_steps(handle, *unit, [HOUR_STEP]))
+        parts = derive_minutes(handles, read, params, idle_params, progress)
+        in_parallel(handles, hours, lambda handle, unit: derive_steps(handle, *unit, [HOUR_STEP]))
         configtables.refresh(store, cfg)
-        in_parallel(handles, units, costs)
-        in_parallel(handles, days, idle_segments)      # each day's idle time priced by its GPU-hour costs
+        in_parallel(handles, hours, costs)
+        # each day's idle time priced by its GPU-hour costs
+        derive_idle_segments(handles, read, parts, idle_params, progress)
         daily_rollups(handles, days, rules, rule_params)
     return starts
+
+
+def derive_minutes(handles, units, params: dict, idle_params: dict,
+                   progress: Callable[[str], None] = lambda m: None) -> dict[tuple[date, ...], list]:
+    """gpu_minute of every unit (sample_units) side by side, a day per query (two days in one
+    query ran no faster beside another such query: 3.2-3.6 s against 1.6-1.7 s a day); return
+    how each unit's samples are read (sample_parts), found once for the minutes and the idle
+    segments."""
+    parts, total = {}, sum(len(days) for days, _ in units)
+    done = iter(range(1, total + 1))
+
+    def minutes(handle, unit):
+        days, start = unit
+        parts[tuple(days)] = sample_parts(handle, days[0], idle_params["lookback_s"], params["max_gap_s"], start, days[-1])
+        for day in days:
+            derive_steps(handle, [day], start, [minute_step(params, parts[tuple(days)])])
+            progress(f"[{next(done)}/{total}] minutes of {day}" + (f" from {start:%H:%M}" if start else ""))
+    in_parallel(handles, units, minutes)
+    return parts
+
+
+def derive_idle_segments(handles, units, parts: dict[tuple[date, ...], list], idle_params: dict,
+                         progress: Callable[[str], None] = lambda m: None) -> None:
+    """gpu_idle_segments of every unit (sample_units) side by side, its samples read as ``parts``
+    says (derive_minutes); after the GPU-hour costs, which price the idle time."""
+    total = sum(len(days) for days, _ in units)
+    done = iter(range(1, total + 1))
+
+    def segments(handle, unit):
+        days, start = unit
+        derive_steps(handle, days, start, [("gpu_idle_segments", "idle_segments", idle_params, None, "hour", parts[tuple(days)])])
+        for day in days:
+            progress(f"[{next(done)}/{total}] derived {day}" + (f" from {start:%H:%M}" if start else ""))
+    in_parallel(handles, units, segments)
 
 
 def idle_parameters(cfg) -> dict:
@@ -133,40 +157,47 @@ def worker_handles(store, count: int) -> Iterator[list]:
             handle.close()
 
 
-def in_parallel(handles, items: list, work) -> None:
+def in_parallel(handles, items: list, work, *, share_cores: bool = True) -> None:
     """Run ``work(handle, item)`` for every item (a day, a run of days, a job), in order, each on
-    the next handle that is free (items take unequal time: runs of days are up to 8 days long)."""
+    the next handle that is free (items take unequal time: runs of days are up to 8 days long).
+    With more items than handles, each handle's queries use its share of the cores
+    (Store.sharing_cores) unless not ``share_cores``."""
     if len(handles) == 1:
         for item in items:
             work(handles[0], item)
         return
     todo, taking = iter(items), threading.Lock()
+    sharing = len(handles) if share_cores and len(items) > len(handles) else 1
 
     def worker(handle):
-        while True:
-            with taking:
-                item = next(todo, todo)
-            if item is todo:
-                return
-            work(handle, item)
+        with handle.sharing_cores(sharing):
+            while True:
+                with taking:
+                    item = next(todo, todo)
+                if item is todo:
+                    return
+                work(handle, item)
     with ThreadPoolExecutor(len(handles)) as pool:
         list(pool.map(worker, handles))
 
 
 def run_jobs(handles, jobs: list[Callable]) -> None:
-    """Run each ``job(handle)`` (tables that do not read each other), as many at once as handles."""
-    in_parallel(handles, jobs, lambda handle, job: job(handle))
+    """Run each ``job(handle)`` (tables that do not read each other), as many at once as handles;
+    each query with every core (the jobs take unequal time: the longest runs on alone)."""
+    in_parallel(handles, jobs, lambda handle, job: job(handle), share_cores=False)
 
 
-def sample_parts(store, day: date, before_s: int, after_s: int, start: datetime | None = None) -> list[tuple[dict, dict]]:
-    """The runs in which the queries that read ``day``'s samples (minute.sql, idle_segments.sql)
-    derive it (from ``start`` on, when given), as (fills, parameters): every host at once from
-    gpu_samples as stored; or, where a GPU entity has more than one row at one sample time in what
-    they read (``before_s`` seconds before the start to ``after_s`` after the day: samples that
-    arrived in parts, as Prometheus remote_write sends them), every other host so, then those
-    hosts from split_samples.sql, which merges their rows per entity and time."""
+def sample_parts(store, day: date, before_s: int, after_s: int, start: datetime | None = None,
+                 last: date | None = None) -> list[tuple[dict, dict]]:
+    """The runs in which the queries that read the samples of ``day`` (to ``last``, when given;
+    minute.sql, idle_segments.sql) derive it (from ``start`` on, when given), as (fills,
+    parameters): every host at once from gpu_samples as stored; or, where a GPU entity has more
+    than one row at one sample time in what they read (``before_s`` seconds before the start to
+    ``after_s`` after the last day: samples that arrived in parts, as Prometheus remote_write
+    sends them), every other host so, then those hosts from split_samples.sql, which merges their
+    rows per entity and time."""
     begin = start.replace(tzinfo=None) if start else datetime.combine(day, dt_time.min)
-    end = datetime.combine(day, dt_time.min) + timedelta(days=1, seconds=after_s)
+    end = datetime.combine(last or day, dt_time.min) + timedelta(days=1, seconds=after_s)
     hosts = [h for (h,) in store.rows(sql("rollup/split_hosts"), {"from": begin - timedelta(seconds=before_s),
                                                                   "until": end})]
     parts = [({"samples": "gpu_samples"}, {"split_hosts": hosts, "merged": False})]
@@ -200,6 +231,34 @@ def hour_units(days: list[date], starts: dict[date, datetime | None]) -> list[tu
             + [(unit, None) for unit in swap_units("gpu_hour", [day for day in days if not starts[day]])])
 
 
+# The most samples one query of idle_segments.sql reads for a run of whole days (sample_units;
+# gpu_minute takes the run's days a query each, with the run's sample_parts found once). Each
+# query also reads before its days (what came before an idle run), and a read takes whole
+# granules of 8,192 rows, so a day alone read most of the day before's columns as well: on 256
+# GPUs x 30 days at 15 s the idle segments took 6.4 s a day at a time, 5.3-5.4 s in runs of two
+# days (of four: 5.3 s). What a query holds grows with its run, so runs stay short: two days of
+# 256 GPUs at 15 s (2.9 M samples), a day alone of more.
+SAMPLE_RUN = 4_000_000
+
+
+def sample_units(days: list[date], starts: dict[date, datetime | None],
+                 inputs: dict[date, tuple[int, int]]) -> list[tuple[list[date], datetime | None]]:
+    """How the queries that read samples (gpu_minute, gpu_idle_segments) take ``days``, as (days,
+    start) for derive_steps: a day recomputed from an hour on alone; whole consecutive days of one
+    staging unit together while they hold at most SAMPLE_RUN samples (``inputs``: day_inputs)."""
+    units = [([day], starts[day]) for day in days if starts[day]]
+    for unit in swap_units("gpu_minute", [day for day in days if not starts[day]]):
+        run, held = [unit[0]], inputs[unit[0]][0]
+        for day in unit[1:]:
+            if (day - run[-1]).days != 1 or held + inputs[day][0] > SAMPLE_RUN:
+                units.append((run, None))
+                run, held = [], 0
+            run.append(day)
+            held += inputs[day][0]
+        units.append((run, None))
+    return units
+
+
 def daily_rollups(handles, days: list[date], rules: str, rule_params: dict) -> None:
     """team_spend_day, gpu_cost_day, gpu_util_day and team_demand_hour of ``days``, after their
     GPU-hour costs: tables partitioned by month, so each table a month at a time on one handle
@@ -219,17 +278,16 @@ def bill_lines(rules: str) -> str:
 
 def derive_steps(store, days: list[date], start: datetime | None, steps) -> None:
     """Derive each step (table, sql name, parameters, fills, time column, sample parts) for
-    ``days``: one day from ``start`` on (its earlier rows kept) or read in sample parts
-    (replace_day); otherwise whole days, a run of them per query (replace_days)."""
+    ``days``: one day from ``start`` on, its earlier rows kept (replace_day); otherwise whole
+    days, a run of them per query (replace_days)."""
     timings = {}
     for table, sql_name, parameters, fills, time_column, parts in steps:
         started = time.perf_counter()
-        if start or parts:
+        if start:
             (day,) = days
-            keep = (time_column, start) if start else None
-            replace_day(store, table, day, sql_name, parameters, fills=fills, keep=keep, parts=parts)
+            replace_day(store, table, day, sql_name, parameters, fills=fills, keep=(time_column, start), parts=parts)
         else:
-            replace_days(store, table, days, sql_name, parameters, fills=fills)
+            replace_days(store, table, days, sql_name, parameters, fills=fills, parts=parts)
         timings[table] = round(time.perf_counter() - started, 3)
     log.debug("derived %s: %s", days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}", timings)
 

@@ -18,8 +18,9 @@ WITH
     -- whether it may be idle (below the highest threshold of any pool: {max_gpu_pct}, {max_mem_pct})
     candidates AS
     (
-        SELECT *,
-            multiIf(n1 IS NOT NULL AND n1 - t <= {max_gap_s:UInt32}, n1 - t,
+        SELECT c.*,
+            if(c.n1 IS NULL, toUnixTimestamp64Milli(after.first_ts) / 1000., c.n1)  AS next_t,
+            multiIf(next_t IS NOT NULL AND next_t - t <= {max_gap_s:UInt32}, assumeNotNull(next_t) - t,
                     p1 IS NOT NULL AND t - p1 <= {max_gap_s:UInt32}, t - p1,
                     toFloat64({default_interval_s:UInt32}))                    AS hold
         FROM
@@ -36,8 +37,17 @@ WITH
             WHERE ts >= d0 - INTERVAL {lookback_s:UInt32} SECOND AND ts < d1
               AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
             WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY ts ASC ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)
-        )
-        WHERE cand
+        ) AS c
+        -- the first sample after the day, which ends the hold of the day's last (its time only)
+        LEFT JOIN
+        (
+            SELECT host, gpu_uuid, mig_instance, toNullable(min(ts)) AS first_ts
+            FROM __SAMPLES__
+            WHERE ts >= d1 AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
+              AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
+            GROUP BY host, gpu_uuid, mig_instance
+        ) AS after ON after.host = c.host AND after.gpu_uuid = c.gpu_uuid AND after.mig_instance = c.mig_instance
+        WHERE c.cand
     ),
     -- pass 2, over the candidates: the pool's own thresholds and the owner. The candidate before
     -- a candidate is the sample before it exactly when p_cand.

@@ -57,7 +57,7 @@ WITH
             SELECT cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,
                 team, user, job_id, k8s_namespace, k8s_pod, slurm_account
             FROM gpu_samples
-            WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
+            WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1
               AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
         )
         GROUP BY owner_hash
@@ -93,16 +93,15 @@ WITH
                 m = floor(t / 60)                                         AS own
             FROM
             (
-                SELECT *,
+                SELECT s.*,
                     toUnixTimestamp64Milli(ts) / 1000.                    AS t,
-                    toUnixTimestamp64Milli(next_ts) / 1000. - t           AS gap_next,
+                    toUnixTimestamp64Milli(if(next_ts IS NULL, after.first_ts, next_ts)) / 1000. - t AS gap_next,
                     t - toUnixTimestamp64Milli(prev_ts) / 1000.           AS gap_prev,
-                    multiIf(next_ts IS NOT NULL AND gap_next <= {max_gap_s:UInt32}, assumeNotNull(gap_next),
+                    multiIf(gap_next IS NOT NULL AND gap_next <= {max_gap_s:UInt32}, assumeNotNull(gap_next),
                             prev_ts IS NOT NULL AND gap_prev <= {max_gap_s:UInt32}, assumeNotNull(gap_prev),
                             toFloat64({default_interval_s:UInt32}))       AS hold,
                     greatest(t, toFloat64(toUnixTimestamp(d0)))          AS a,
-                    least(t + hold, toFloat64(toUnixTimestamp(d1)))      AS b,
-                    cityHash64(host, gpu_uuid, mig_instance)              AS entity
+                    least(t + hold, toFloat64(toUnixTimestamp(d1)))      AS b
                 FROM
                 (
                     SELECT ts, host, gpu_uuid, mig_instance, util_gpu, util_mem, mem_used_bytes, mem_total_bytes, power_w,
@@ -110,13 +109,24 @@ WITH
                         cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,
                         toUInt8(coalesce(process_count, 0) > 0
                                 OR (process_count IS NULL AND (job_id != '' OR k8s_pod != '' OR user != ''))) AS held,
+                        cityHash64(host, gpu_uuid, mig_instance)          AS entity,
                         lagInFrame(toNullable(ts)) OVER w                 AS prev_ts,
                         leadInFrame(toNullable(ts)) OVER w                AS next_ts
                     FROM __SAMPLES__
-                    WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
+                    WHERE ts >= d0 - INTERVAL {max_gap_s:UInt32} SECOND AND ts < d1
                       AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
                     WINDOW w AS (PARTITION BY host, gpu_uuid, mig_instance ORDER BY ts ASC ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING)
-                )
+                ) AS s
+                -- the first sample after the day, for the day's last sample: only its time is
+                -- read (reading the next day's samples in the window read their granules whole)
+                LEFT JOIN
+                (
+                    SELECT cityHash64(host, gpu_uuid, mig_instance) AS entity, toNullable(min(ts)) AS first_ts
+                    FROM __SAMPLES__
+                    WHERE ts >= d1 AND ts < d1 + INTERVAL {max_gap_s:UInt32} SECOND
+                      AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
+                    GROUP BY host, gpu_uuid, mig_instance
+                ) AS after ON after.entity = s.entity
             )
             WHERE b > a
         )

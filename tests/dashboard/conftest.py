@@ -6,8 +6,10 @@ screenshots (default directory docs/screenshots/).
 """
 from __future__ import annotations
 
+import atexit
 import base64
 import os
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -23,6 +25,9 @@ from tests.helpers import ROOT, free_port
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 USER, PASSWORD = "lead", "correct horse battery staple"
 INGEST_TOKEN = "ingest-token-for-tests"
+# each browser's profile (~13 MB) and downloads, removed when the test process exits
+BROWSER_DIRS = Path(tempfile.mkdtemp(prefix="gpuledger-browsers-"))
+atexit.register(shutil.rmtree, BROWSER_DIRS, True)
 
 
 def basic(user: str, password: str) -> str:
@@ -62,12 +67,12 @@ def chromium(headers: dict[str, str] | None = None):
 
     assert os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER), \
         "browser tests need Debian's chromium and chromium-driver (apt-get install -y chromium chromium-driver)"
-    downloads = Path(tempfile.mkdtemp(prefix="gpuledger-downloads-"))
+    downloads = Path(tempfile.mkdtemp(prefix="downloads-", dir=BROWSER_DIRS))
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", f"--user-data-dir={tempfile.mkdtemp(prefix='gpuledger-chromium-')}",
+                "--disable-dev-shm-usage", f"--user-data-dir={tempfile.mkdtemp(prefix='profile-', dir=BROWSER_DIRS)}",
                 "--window-size=1440,1000"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})

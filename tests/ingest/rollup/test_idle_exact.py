@@ -95,6 +95,19 @@ def test_a_window_across_hours_and_midnight_is_one_window(store, cfg):
     assert windows(store) == [("2026-03-01 23:40:00.000", "2026-03-02 00:25:00.000", 2700.0, round(2700 * USD_PER_S, 6))]
 
 
+def test_the_last_sample_of_a_day_holds_until_the_first_of_the_next(store, cfg):
+    # every 10 s until the 23:59:30 sample, then the next at 00:00:20: that sample holds 50 s, across
+    # midnight, as in gpu_minute. (Each day's idle segments once read no sample after their day, so
+    # it held for the 10 s before it, and the window covered 20 s less than its length.)
+    insert_samples(store, idle("2026-03-01T23:40:00", "2026-03-01T23:59:40", 10)
+                   + idle("2026-03-02T00:00:20", "2026-03-02T00:25:00", 10)
+                   + busy("2026-03-02T00:25:00", "2026-03-02T00:30:00", 10), **GPU)
+    run(store, cfg)
+    assert windows(store) == [("2026-03-01 23:40:00.000", "2026-03-02 00:25:00.000", 2700.0, round(2700 * USD_PER_S, 6))]
+    assert store.rows("SELECT covered_s FROM idle_windows") == [(2700.0,)]
+    assert store.scalar("SELECT sum(covered_s) FROM gpu_minute WHERE minute < '2026-03-02 00:25:00'") == 2700.0
+
+
 def test_an_owner_change_ends_a_window(store, cfg):
     other = {**GPU, "user": "bo", "job_id": "job-8"}
     insert_samples(store, idle("2026-03-02T10:00:00", "2026-03-02T10:20:00", 60), **GPU)

@@ -4,6 +4,7 @@ month replaces exactly those days; a run of days derived by one query gives what
 day gives, for them and for the hourly tables derived a run of days at a time."""
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from datetime import date, datetime, timedelta
@@ -15,7 +16,17 @@ from ingest.billing.load import ingest_billing
 from ingest.migrations import migrate
 from ingest.rollup.attribution import rules_expression
 from ingest.rollup.replace import MONTHLY, RUN_DAYS, partition_id, replace_day, replace_days, runs
-from ingest.rollup.run import bill_lines, hour_units, in_parallel, rollup
+from ingest.rollup.run import (
+    bill_lines,
+    day_inputs,
+    hour_units,
+    idle_parameters,
+    in_parallel,
+    rollup,
+    run_jobs,
+    sample_parts,
+    sample_units,
+)
 from tests.ingest.rollup.conftest import at, focus_file, insert_samples, series
 
 COST_DAY = ["day", "host", "gpu_uuid", "environment", "team", "gpu_hours", "cost_usd"]
@@ -91,9 +102,9 @@ def test_runs_of_days_split_at_gaps_and_at_the_run_length():
                           (date(2026, 3, 10) + timedelta(days=RUN_DAYS),) * 2]
 
 
-# what replace_days derives with one query for a run of days (ingest/rollup/run.py: hour_units,
-# daily_rollups, derive_waste)
-RANGED = [("gpu_hour", "hour"), ("billing_line_hour", "line_hours"), ("gpu_cost_hour", "cost"), ("team_spend_day", "spend"), ("gpu_cost_day", "cost_day"), ("gpu_util_day", "util_day"), ("team_demand_hour", "team_demand"),
+# what replace_days derives with one query for a run of days (ingest/rollup/run.py: sample_units,
+# hour_units, daily_rollups, derive_waste)
+RANGED = [("gpu_minute", "minute"), ("gpu_idle_segments", "idle_segments"), ("gpu_hour", "hour"), ("billing_line_hour", "line_hours"), ("gpu_cost_hour", "cost"), ("team_spend_day", "spend"), ("gpu_cost_day", "cost_day"), ("gpu_util_day", "util_day"), ("team_demand_hour", "team_demand"),
           ("gpu_waste_hour", "waste"), ("gpu_waste_day", "waste_day"), ("showback_focus_day", "showback")]
 
 
@@ -117,6 +128,8 @@ def test_one_query_over_a_run_of_days_gives_what_a_query_per_day_gives(store, cf
          "service": "Amazon Elastic Block Store", "category": "Storage", "tags": '{"team": "vision"}'}])],
         progress=lambda m: None)
     days = [date(2026, 2, 28), date(2026, 3, 1), date(2026, 3, 2)]
+    # the samples of the three days are read by one query each of minute.sql and idle_segments.sql
+    assert sample_units(days, dict.fromkeys(days), day_inputs(store, days[0], days[-1])) == [(days, None)]
     rollup(store, cfg, since=days[0], until=days[-1], now=at("2026-03-03T06:00:00"), progress=lambda m: None)
 
     def snapshot(table: str) -> list[tuple]:
@@ -131,9 +144,12 @@ def test_one_query_over_a_run_of_days_gives_what_a_query_per_day_gives(store, cf
     rules = rules_expression(cfg.attribution, rule_params)
     fills = {"spend": {"bill_lines": bill_lines(rules)}, "showback": {"bill_lines": bill_lines(rules)},
              "cost": {"team_rules": rules}}
+    params = {"minute": {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s},
+              "idle_segments": idle_parameters(cfg)}
     for table, sql_name in RANGED:
         for day in days:
-            replace_days(store, table, [day], sql_name, rule_params, fills=fills.get(sql_name))
+            replace_days(store, table, [day], sql_name, params.get(sql_name, rule_params), fills=fills.get(sql_name),
+                         parts=sample_parts(store, day, 3600, 3600) if sql_name in params else None)
         assert snapshot(table) == ranged[table], table
 
 
@@ -148,14 +164,28 @@ def test_hourly_tables_take_a_day_recomputed_from_an_hour_alone_and_whole_days_a
     assert len(whole) < len(days) - 1
 
 
-def test_in_parallel_runs_every_item_once_each_on_a_free_handle():
-    taken: list[tuple[str, float]] = []
+def test_in_parallel_runs_every_item_once_each_on_a_free_handle(store):
+    handles, taken = [store, store.clone()], []
+    names = {id(handle): name for handle, name in zip(handles, "ab")}
     slow, quick = 0.3, 0.02
-    in_parallel(["a", "b"], [slow] + [quick] * 6, lambda handle, item: (time.sleep(item), taken.append((handle, item))))
-    assert sorted(item for _, item in taken) == sorted([slow] + [quick] * 6)
+    default = store.scalar("SELECT getSetting('max_threads')")
+
+    def work(handle, item):
+        time.sleep(item)
+        taken.append((names[id(handle)], item, handle.scalar("SELECT getSetting('max_threads')")))
+    in_parallel(handles, [slow] + [quick] * 6, work)
+    assert sorted(item for _, item, _ in taken) == sorted([slow] + [quick] * 6)
     # the handle on the slow item takes nothing else meanwhile: the other one takes every quick one
-    (busy,) = [handle for handle, item in taken if item == slow]
-    assert [handle for handle, item in taken if item == quick] == [{"a": "b", "b": "a"}[busy]] * 6
+    (busy,) = [handle for handle, item, _ in taken if item == slow]
+    assert [handle for handle, item, _ in taken if item == quick] == [{"a": "b", "b": "a"}[busy]] * 6
+    # more items than handles: each handle's queries take their share of the cores, then all again
+    assert {threads for _, _, threads in taken} == {max(1, (os.cpu_count() or 1) // 2)}
+    assert [h.scalar("SELECT getSetting('max_threads')") for h in handles] == [default, default]
+    taken.clear()
+    run_jobs(handles, [lambda h: work(h, quick)] * 3)              # unequal jobs keep every core
+    assert {threads for _, _, threads in taken} == {default}
 
     with pytest.raises(ZeroDivisionError):
-        in_parallel(["a", "b"], [1, 0, 2], lambda handle, item: 1 / item)
+        in_parallel(handles, [1, 0, 2], lambda handle, item: 1 / item)
+    assert [h.scalar("SELECT getSetting('max_threads')") for h in handles] == [default, default]
+    handles[1].close()
