@@ -33,7 +33,8 @@ by ``rand()`` is filled on the first shard only.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from base.errors import StoreError
@@ -167,6 +168,10 @@ class ClusterStore(Store):
         for name in names:
             self.node.command(f"DROP TABLE IF EXISTS {self.target.database}.`{name}` {self.schema.on()} SYNC")
         return names
+
+    @contextmanager
+    def sharing_cores(self, handles: int) -> Iterator[None]:
+        yield                             # the servers' queries keep their own settings
 
     def clone(self) -> ClusterStore:
         return ClusterStore(self.node.clone(), self.cluster, self.shards, self._open_shard, self.schema)

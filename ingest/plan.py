@@ -14,7 +14,8 @@ shards' handles (``plan_cluster``): the steps then say where each runs (``where`
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ingest.store import Store, StoreTarget
@@ -118,6 +119,10 @@ class PlanStore(Store):
         return name
 
     # ---- handles ---------------------------------------------------------------------
+    @contextmanager
+    def sharing_cores(self, handles: int) -> Iterator[None]:
+        yield                             # a plan holds the derivation's statements, not its sessions' settings
+
     def clone(self) -> PlanStore:
         return self                       # one plan, in order: a planned rollup runs one day on one handle
 

@@ -109,6 +109,17 @@ def test_cluster_rollup_plan_stages_on_local_tables_and_swaps_per_shard(loaded):
     assert f"TRUNCATE TABLE {db}.config_pools_local ON CLUSTER {CLUSTER}" in texts
 
 
+def test_plans_hold_no_session_settings(loaded):
+    # the derivation's handles share an embedded store's cores (Store.sharing_cores: SET max_threads);
+    # a plan, single-node or cluster, records the derivation's statements only
+    store, _, _ = loaded
+    cluster, single = plan_cluster(store, CLUSTER, SHARDS), PlanStore(store)
+    for handle in (cluster, single):
+        with handle.sharing_cores(2):
+            pass
+    assert cluster.node.plan.steps == [] and single.plan.steps == []
+
+
 def test_each_shard_derives_its_own_gpus_and_reads_small_tables_whole(loaded):
     store, cfg, day = loaded
     db = store.target.database
