@@ -72,9 +72,10 @@ def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
 
 def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]], state: dict, config_fp: int,
                 force: bool, progress: Callable[[str], None], rules: str, rule_params: dict) -> dict[date, datetime | None]:
-    """Recompute the per-day tables of ``days`` on ``cfg.analytics.workers`` handles: what reads the
-    samples a day at a time, the tables derived from GPU-hours a run of days at a time
-    (hour_units); return for each day the hour it was recomputed from (None: the whole day)."""
+    """Recompute the per-day tables of ``days`` on ``cfg.analytics.workers`` handles: the minute
+    rollups a day at a time and the idle segments a run of days at a time (sample_units), the
+    tables derived from GPU-hours a run of days at a time (hour_units); return for each day the
+    hour it was recomputed from (None: the whole day)."""
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
     starts = {day: None if force else first_changed_hour(store, day, state.get(day), inputs[day], config_fp)
               for day in days}
