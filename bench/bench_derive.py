@@ -40,7 +40,7 @@ def rollup_and_idle(store, cfg, since, until) -> tuple[float, float]:
 
     days = days_of(store, since, until)
     params = {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s}
-    handles = [store] + [store.clone() for _ in range(cfg.analytics.workers - 1)]
+    handles = derive.worker_handles(store, cfg.analytics.workers)
     idle = derive.idle_parameters(cfg)
     whole = dict.fromkeys(days)
     read = derive.sample_units(days, whole, derive.day_inputs(store, since, until))
@@ -54,8 +54,6 @@ def rollup_and_idle(store, cfg, since, until) -> tuple[float, float]:
     start = datetime.combine(days[0], datetime.min.time(), timezone.utc)
     derive.derive_idle_windows(store, cfg, start, datetime.combine(until + timedelta(days=1), datetime.min.time(), timezone.utc))
     finished = time.perf_counter()
-    for handle in handles[1:]:
-        handle.close()
     return finished - started, finished - idle_started
 
 

@@ -174,12 +174,16 @@ class ClusterStore(Store):
         yield                             # the servers' queries keep their own settings
 
     def clone(self) -> ClusterStore:
-        return ClusterStore(self.node.clone(), self.cluster, self.shards, self._open_shard, self.schema)
+        node = self.node.clone()
+        if node is self.node:             # a plan (ingest/plan.py): one handle, its statements in order
+            return self
+        return ClusterStore(node, self.cluster, self.shards, self._open_shard, self.schema)
 
     def read_only(self) -> Store:
         return self.node.read_only()
 
     def close(self) -> None:
+        self.close_helpers()
         for handle in self._handles.values():
             handle.close()
         self._handles.clear()
@@ -235,12 +239,6 @@ class ClusterStage(Stage):
 
     def count(self) -> int:
         return sum(int(self.store.on_shard(s).scalar(f"SELECT count() FROM {self.local}") or 0) for s in self.store.shards)
-
-    def earliest(self, column: str):
-        """The smallest ``column`` of every shard's copy (read on the replicas that filled them)."""
-        found = [self.store.on_shard(s).scalar(f"SELECT if(count() = 0, NULL, min(`{column}`)) FROM {self.local}")
-                 for s in self.store.shards]
-        return min((t for t in found if t is not None), default=None)
 
     def attach_to(self, table: str | None = None, *, unless_stored: Sequence[str] = (),
                   progress: Callable[[int, int], None] | None = None) -> None:

@@ -112,6 +112,8 @@ class Store:
     def __init__(self, target: StoreTarget, client):
         self.target = target
         self.client = client
+        self._helper: Store | None = None
+        self._workers: list[Store] = []
 
     def __repr__(self) -> str:
         return f"Store({self.target})"
@@ -226,8 +228,30 @@ class Store:
             client = _http_client(self.target, settings={"readonly": 1})
         return Store(self.target, client)
 
+    def helper(self) -> Store:
+        """A second handle on this store (a clone, kept until this handle closes), for work beside
+        this handle's own in another thread; a store whose clone is itself (a plan) is its own."""
+        if self._helper is None:
+            self._helper = self.clone()
+        return self._helper
+
+    def workers(self, count: int) -> list[Store]:
+        """Up to ``count`` more handles on this store (clones, kept until this handle closes), for
+        work side by side with it; none for a store whose clone is itself (a plan)."""
+        while len(self._workers) < count and (clone := self.clone()) is not self:
+            self._workers.append(clone)
+        return self._workers[:count]
+
     def close(self) -> None:
+        self.close_helpers()
         self.client.close()
+
+    def close_helpers(self) -> None:
+        """Close the handles helper() and workers() opened."""
+        for handle in [*self._workers, self._helper]:
+            if handle not in (None, self):
+                handle.close()
+        self._helper, self._workers = None, []
 
 
 class Stage:
@@ -254,12 +278,12 @@ class Stage:
         """Insert ``data``, rows in ClickHouse format ``fmt`` with ``columns``, into the stage."""
         self.store.insert_bytes(self.name, data, columns, fmt, settings)
 
+    def on(self, store: Store) -> Stage:
+        """This staging table reached through ``store`` (another handle on the same store)."""
+        return type(self)(store, self.like, self.name)
+
     def count(self) -> int:
         return int(self.store.scalar(f"SELECT count() FROM `{self.name}`"))
-
-    def earliest(self, column: str):
-        """The smallest ``column`` the stage holds (an empty stage: None)."""
-        return self.store.scalar(f"SELECT if(count() = 0, NULL, min(`{column}`)) FROM `{self.name}`")
 
     def attach_to(self, table: str | None = None, *, unless_stored: Sequence[str] = (),
                   progress: Callable[[int, int], None] | None = None) -> None:

@@ -6,6 +6,9 @@ new ones, never added to.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import contextmanager, nullcontext
 from datetime import date, datetime, time
 from itertools import groupby
 
@@ -52,11 +55,11 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
     pid = partition_id(table, day)
     column, start = keep[0], keep[1].replace(tzinfo=None)
     with store.staging(table) as stage:
-        stage.fill(f"SELECT * FROM `{table}` WHERE _partition_id = {{p:String}} AND `{column}` < {{since:DateTime}}",
-                   parameters={"p": pid, "since": start}, columns=store.columns(table))
-        for part_fills, part_parameters in parts or [({}, {})]:
-            stage.fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
-                       parameters=parameters | part_parameters | {"day": day, "from": start}, settings=DERIVE_SETTINGS)
+        with copied_beside(store, stage, f"SELECT * FROM `{table}` WHERE _partition_id = {{p:String}} "
+                                         f"AND `{column}` < {{since:DateTime}}", {"p": pid, "since": start}):
+            for part_fills, part_parameters in parts or [({}, {})]:
+                stage.fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
+                           parameters=parameters | part_parameters | {"day": day, "from": start}, settings=DERIVE_SETTINGS)
         stage.replace_in(partition_ids=[pid])
         return stage.count()
 
@@ -72,20 +75,42 @@ def replace_days(store, table: str, days: list[date], sql_name: str, parameters:
     for group in swap_units(table, days):
         pid = _swap_unit(table, group[0])
         with store.staging(table) as stage:
-            kept = 0
+            kept, keeping = 0, nullcontext()
             if table in MONTHLY:
-                stage.fill(f"SELECT * FROM `{table}` WHERE _partition_id = {{p:String}} "
-                           f"AND NOT has({{days:Array(Date)}}, toDate(`{MONTHLY[table]}`))",
-                           parameters={"p": pid, "days": group}, columns=store.columns(table))
-                kept = stage.count()
-            for first, last in runs(group):
-                for part_fills, part_parameters in parts or [({}, {})]:
-                    stage.fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
-                               parameters=parameters | part_parameters | {"day": last, "from": datetime.combine(first, time.min)},
-                               settings=DERIVE_SETTINGS)
+                others = (f"FROM `{table}` WHERE _partition_id = {{p:String}} "
+                          f"AND NOT has({{days:Array(Date)}}, toDate(`{MONTHLY[table]}`))", {"p": pid, "days": group})
+                kept = int(store.scalar(f"SELECT count() {others[0]}", others[1]) or 0)
+                keeping = copied_beside(store, stage, f"SELECT * {others[0]}", others[1])
+            with keeping:
+                for first, last in runs(group):
+                    for part_fills, part_parameters in parts or [({}, {})]:
+                        stage.fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
+                                   parameters=parameters | part_parameters | {"day": last, "from": datetime.combine(first, time.min)},
+                                   settings=DERIVE_SETTINGS)
             stage.replace_in(partition_ids=sorted({partition_id(table, d) for d in group}))
             computed += stage.count() - kept
     return computed
+
+
+@contextmanager
+def copied_beside(store, stage, select: str, parameters: dict) -> Iterator[None]:
+    """Copy the rows of ``select`` (the table's rows that stay as they are) into ``stage`` on the
+    store's second handle (Store.helper) while the block computes the others on ``store``: in an
+    incremental run the copy takes about as long as the computing (a store with no second
+    handle, a plan, copies first)."""
+    helper, columns = store.helper(), store.columns(stage.like)
+    if helper is store:
+        stage.fill(select, parameters=parameters, columns=columns)
+        yield
+        return
+    with ThreadPoolExecutor(1) as pool:
+        copying = pool.submit(stage.on(helper).fill, select, parameters=parameters, columns=columns)
+        try:
+            yield
+        except BaseException:
+            wait([copying])               # the stage stays until the copy is done; the block's error is the one raised
+            raise
+        copying.result()
 
 
 # Days derived by one query in replace_days: the query is planned once for them (planning the

@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from datetime import time as dt_time
@@ -62,10 +61,18 @@ def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
         first = starts[days[0]] or datetime.combine(days[0], dt_time.min, timezone.utc)
         end = datetime.combine(until + timedelta(days=1), dt_time.min, timezone.utc)
         report.idle_windows, changed_from = derive_idle_windows(store, cfg, first, end)
-        derive_waste(store, cfg, min(first.date(), changed_from.date()), until, rules, rule_params)
+        # to the last day with inputs: a later day has no samples or bills, and none it had went
+        # unnoticed (such a day is among ``days``), so it has no waste or showback to derive
+        last = min(until, max(days[-1], max(current, default=days[-1])))
+        found = []
+        # the compliance findings read GPU-hours, their costs and bills, not the waste: beside it
+        derive_waste(store, cfg, min(first.date(), changed_from.date()), last, rules, rule_params,
+                     beside=[lambda h: found.append(compliance.derive_findings(h, cfg, since=since, until=until))])
+        report.findings = found[0]
         # recorded last: a run killed before this point leaves its days to be derived again
         record(store, inputs, config_fp)
-    report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
+    else:
+        report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -87,15 +94,14 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
         derive_steps(handle, *unit, [("billing_line_hour", "line_hours", {}, None, "hour", None),
                                      ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour", None)])
 
-    with worker_handles(store, min(cfg.analytics.workers, len(days))) as handles:
-        # the rollups of every day first: a bill spanning days needs all their GPU-hours
-        parts = derive_minutes(handles, read, params, idle_params, progress)
-        in_parallel(handles, hours, lambda handle, unit: derive_steps(handle, *unit, [HOUR_STEP]))
-        configtables.refresh(store, cfg)
-        in_parallel(handles, hours, costs)
-        # each day's idle time priced by its GPU-hour costs
-        derive_idle_segments(handles, read, parts, idle_params, progress)
-        daily_rollups(handles, days, rules, rule_params)
+    handles = worker_handles(store, cfg.analytics.workers)
+    # the rollups of every day first: a bill spanning days needs all their GPU-hours
+    parts = derive_minutes(handles, read, params, idle_params, progress)
+    in_parallel(handles, hours, lambda handle, unit: derive_steps(handle, *unit, [HOUR_STEP]))
+    configtables.refresh(store, cfg)
+    in_parallel(handles, hours, costs)
+    # each day's idle time priced by its GPU-hour costs; beside it the daily rollups of the costs
+    derive_idle_segments(handles, read, parts, idle_params, progress, beside=daily_rollups(days, rules, rule_params))
     return starts
 
 
@@ -119,9 +125,10 @@ def derive_minutes(handles, units, params: dict, idle_params: dict,
 
 
 def derive_idle_segments(handles, units, parts: dict[tuple[date, ...], list], idle_params: dict,
-                         progress: Callable[[str], None] = lambda m: None) -> None:
+                         progress: Callable[[str], None] = lambda m: None, beside: Sequence[Callable] = ()) -> None:
     """gpu_idle_segments of every unit (sample_units) side by side, its samples read as ``parts``
-    says (derive_minutes); after the GPU-hour costs, which price the idle time."""
+    says (derive_minutes); after the GPU-hour costs, which price the idle time. The jobs
+    ``beside`` (``job(handle)``, reading no idle segments) take the handles free after them."""
     total = sum(len(days) for days, _ in units)
     done = iter(range(1, total + 1))
 
@@ -130,7 +137,8 @@ def derive_idle_segments(handles, units, parts: dict[tuple[date, ...], list], id
         derive_steps(handle, days, start, [("gpu_idle_segments", "idle_segments", idle_params, None, "hour", parts[tuple(days)])])
         for day in days:
             progress(f"[{next(done)}/{total}] derived {day}" + (f" from {start:%H:%M}" if start else ""))
-    in_parallel(handles, units, segments)
+    jobs = [lambda handle, unit=unit: segments(handle, unit) for unit in units] + list(beside)
+    in_parallel(handles, jobs, lambda handle, job: job(handle))
 
 
 def idle_parameters(cfg) -> dict:
@@ -147,15 +155,10 @@ def idle_parameters(cfg) -> dict:
             "max_gpu_pct": max(gpu + [a.idle_util_gpu_pct]), "max_mem_pct": max(mem + [a.idle_util_mem_pct])}
 
 
-@contextmanager
-def worker_handles(store, count: int) -> Iterator[list]:
-    """``store`` and ``count - 1`` clones of it (at least ``store``), closed afterwards."""
-    handles = [store] + [store.clone() for _ in range(count - 1)]
-    try:
-        yield handles
-    finally:
-        for handle in handles[1:]:
-            handle.close()
+def worker_handles(store, count: int) -> list:
+    """``store`` and up to ``count - 1`` more handles on it (Store.workers: kept with it, so an
+    hourly run opens none). A plan (ingest/plan.py) works alone, so its statements stay in order."""
+    return [store, *store.workers(count - 1)]
 
 
 def in_parallel(handles, items: list, work, *, share_cores: bool = True) -> None:
@@ -260,15 +263,15 @@ def sample_units(days: list[date], starts: dict[date, datetime | None],
     return units
 
 
-def daily_rollups(handles, days: list[date], rules: str, rule_params: dict) -> None:
-    """team_spend_day, gpu_cost_day, gpu_util_day and team_demand_hour of ``days``, after their
-    GPU-hour costs: tables partitioned by month, so each table a month at a time on one handle
-    (replace_days), the tables side by side."""
-    run_jobs(handles, [
+def daily_rollups(days: list[date], rules: str, rule_params: dict) -> list[Callable]:
+    """The jobs (``job(handle)``) that derive team_spend_day, gpu_cost_day, gpu_util_day and
+    team_demand_hour of ``days``, after their GPU-hour costs: tables partitioned by month, so each
+    table a month at a time on one handle (replace_days), the tables side by side."""
+    return [
         lambda h: replace_days(h, "team_spend_day", days, "spend", rule_params, fills={"bill_lines": bill_lines(rules)}),
         lambda h: replace_days(h, "gpu_cost_day", days, "cost_day", {}),
         lambda h: replace_days(h, "gpu_util_day", days, "util_day", {}),
-        lambda h: replace_days(h, "team_demand_hour", days, "team_demand", {})])
+        lambda h: replace_days(h, "team_demand_hour", days, "team_demand", {})]
 
 
 def bill_lines(rules: str) -> str:
@@ -334,7 +337,8 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[i
     """Recompute the idle windows that can have changed since ``start``: stitched from the idle
     segments of a day before it on (and from the start of any window still open then), the months
     touched swapped in whole, the windows that ended before kept as they were. Returns how many
-    were recomputed and the earliest time a window may have changed at."""
+    were recomputed and the earliest hour whose waste they can change (``start``, or earlier where
+    a window recomputed differs from the one stored: sql/rollup/idle_changed.sql)."""
     bridge = timedelta(minutes=cfg.analytics.idle_max_gap_minutes)
     params = {"from": start.replace(tzinfo=None), "until": until.replace(tzinfo=None),
               "max_gap_minutes": cfg.analytics.idle_max_gap_minutes}
@@ -346,8 +350,8 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[i
     with store.staging("idle_windows") as stage:
         stage.fill(sql("rollup/idle"), parameters=params | cutoff, settings=DERIVE_SETTINGS)
         computed = stage.count()
-        starts = [t for t in (open_since, stage.earliest("start")) if t and t.year > 1970]
-        changed_from = min([start] + [t.replace(tzinfo=timezone.utc) for t in starts])
+        changed = store.scalar(sql("rollup/idle_changed", stage=f"`{stage.name}`"), cutoff)
+        changed_from = min([start] + ([changed.replace(tzinfo=timezone.utc)] if changed else []))
         months = {r[0] for r in store.rows(
             "SELECT DISTINCT _partition_id FROM idle_windows WHERE end >= {cutoff:DateTime64(3)}", cutoff)}
         months |= set(store.partitions(stage.name))
@@ -357,16 +361,17 @@ def derive_idle_windows(store, cfg, start: datetime, until: datetime) -> tuple[i
         return computed, changed_from
 
 
-def derive_waste(store, cfg, since: date, until: date, rules: str, rule_params: dict) -> None:
+def derive_waste(store, cfg, since: date, until: date, rules: str, rule_params: dict,
+                 beside: Sequence[Callable] = ()) -> None:
     """gpu_waste_hour, gpu_waste_day and the FOCUS showback (which carries the waste) of every day
     from ``since`` to ``until`` (after the idle windows: a window that grows changes the waste of
     the hours it already covered). gpu_waste_hour's staging units side by side, then the two
-    tables read from it side by side."""
+    tables read from it side by side, and the jobs ``beside`` (``job(handle)``, reading no waste)."""
     days = [since + timedelta(days=i) for i in range((until - since).days + 1)]
-    with worker_handles(store, cfg.analytics.workers) as handles:
-        in_parallel(handles, swap_units("gpu_waste_hour", days),
-                    lambda h, unit: replace_days(h, "gpu_waste_hour", unit, "waste", {}))
-        run_jobs(handles, [
-            lambda h: replace_days(h, "gpu_waste_day", days, "waste_day", {}),
-            lambda h: replace_days(h, "showback_focus_day", days, "showback", rule_params,
-                                   fills={"bill_lines": bill_lines(rules)})])
+    handles = worker_handles(store, cfg.analytics.workers)
+    in_parallel(handles, swap_units("gpu_waste_hour", days),
+                lambda h, unit: replace_days(h, "gpu_waste_hour", unit, "waste", {}))
+    run_jobs(handles, [
+        lambda h: replace_days(h, "gpu_waste_day", days, "waste_day", {}),
+        lambda h: replace_days(h, "showback_focus_day", days, "showback", rule_params,
+                               fills={"bill_lines": bill_lines(rules)}), *beside])

@@ -189,3 +189,61 @@ def test_in_parallel_runs_every_item_once_each_on_a_free_handle(store):
         in_parallel(handles, [1, 0, 2], lambda handle, item: 1 / item)
     assert [h.scalar("SELECT getSetting('max_threads')") for h in handles] == [default, default]
     handles[1].close()
+
+
+class Recording:
+    """A second handle that records the statements it runs."""
+
+    def __init__(self, handle):
+        self.handle, self.statements = handle, []
+
+    def command(self, sql, parameters=None, settings=None):
+        result = self.handle.command(sql, parameters, settings)
+        self.statements.append(" ".join(sql.split()))
+        return result
+
+
+def test_a_months_other_days_are_copied_on_a_second_handle_beside_the_computing(store, monkeypatch):
+    hours = "hour, host, gpu_uuid, environment, team, held, gpu_hours, utilized_gpu_hours, cost_usd"
+    store.command(f"INSERT INTO gpu_cost_hour ({hours}) SELECT toDateTime({{d:Date}}, 'UTC') + toIntervalHour(number % 24) "
+                  "+ toIntervalDay(intDiv(number, 24)), 'node-1', 'GPU-0', 'aws', 'team-a', 1, 1, 0.5, 3 FROM numbers(72)",
+                  {"d": DAYS[0]})
+    replace_days(store, "team_demand_hour", DAYS, "team_demand", {})
+    helper = Recording(store.clone())
+    monkeypatch.setattr(store, "helper", lambda: helper)
+    per_day = "SELECT toDate(hour) AS d, count(), sum(cost_usd) FROM team_demand_hour GROUP BY d ORDER BY d"
+    before = store.rows(per_day)
+
+    assert replace_days(store, "team_demand_hour", [DAYS[0]], "team_demand", {}) == 24     # the rows computed
+    (copy,) = helper.statements
+    assert copy.startswith("INSERT INTO `_stage_team_demand_hour_") and "NOT has(" in copy
+    assert store.rows(per_day) == before
+
+    # the computing fails: the copy still finishes before the staging copy is dropped, the error
+    # raised is the computing's, and the table is as it was
+    from ingest.store import Stage
+    fill = Stage.fill
+
+    def failing(stage, select, parameters=None, settings=None, columns=None):
+        if settings:                                       # the query computing the day (not the copy)
+            time.sleep(0.2)
+            raise RuntimeError("the computing failed")
+        fill(stage, select, parameters, settings, columns)
+    monkeypatch.setattr(Stage, "fill", failing)
+    with pytest.raises(RuntimeError, match="the computing failed"):
+        replace_days(store, "team_demand_hour", [DAYS[1]], "team_demand", {})
+    assert len(helper.statements) == 2
+    assert store.rows(per_day) == before
+    assert not store.rows("SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE '\\\\_stage\\\\_%'")
+    helper.handle.close()
+
+
+def test_a_plan_derives_on_one_handle_so_its_statements_stay_in_order(store):
+    from ingest.plan import PlanStore
+    from ingest.rollup.run import worker_handles
+
+    plan = PlanStore(store)
+    assert worker_handles(plan, 2) == [plan] and plan.helper() is plan
+    handles = worker_handles(store, 2)
+    assert len(handles) == 2 and handles[1] is not store
+    assert worker_handles(store, 2) == handles                # kept with the store: an hourly run opens none

@@ -63,3 +63,58 @@ def test_a_window_that_grows_moves_its_time_from_unused_to_idle(store, cfg):
     insert_samples(store, series("2026-03-02T10:10", "2026-03-02T10:20", util_gpu=0.0, util_mem=0.0), **NLP)
     rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-02T10:20:00"))
     assert store.rows("SELECT idle_allocated_usd, unused_usd FROM gpu_waste_hour") == [(pytest.approx(1200 * RATE), 0.0)]
+
+
+WASTE_TABLES = {"gpu_waste_hour": "hour", "gpu_waste_day": "day", "showback_focus_day": "day"}
+
+
+def waste_rows(store) -> dict[str, list[tuple]]:
+    return {table: store.rows(f"SELECT * FROM {table} ORDER BY {key}, cityHash64(*)") for table, key in WASTE_TABLES.items()}
+
+
+def waste_from(monkeypatch) -> list[tuple[date, date]]:
+    """The (first, last) day of each waste derivation the rollups make from now on."""
+    import ingest.rollup.run as run
+    calls, derive = [], run.derive_waste
+
+    def spy(store, cfg, since, until, *rest, **options):
+        calls.append((since, until))
+        return derive(store, cfg, since, until, *rest, **options)
+    monkeypatch.setattr(run, "derive_waste", spy)
+    return calls
+
+
+def test_an_open_window_that_grows_recomputes_no_earlier_day(store, cfg, monkeypatch):
+    """An idle window from 22:00 on 2 March still open at 00:30 on the 3rd grows by an hour: its
+    hours on the 2nd stay idle as they were, so the waste is derived again from the 3rd only, and
+    every waste row is what a complete derivation gives."""
+    insert_samples(store, series("2026-03-02T22:00", "2026-03-03T00:30", util_gpu=0.0, util_mem=0.0), **NLP)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:30:00"))
+    calls = waste_from(monkeypatch)
+    insert_samples(store, series("2026-03-03T00:30", "2026-03-03T01:30", util_gpu=0.0, util_mem=0.0), **NLP)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 4), now=at("2026-03-03T01:30:00"))
+    # from the 3rd, and not to the 4th: no samples or bills there
+    assert calls == [(date(2026, 3, 3), date(2026, 3, 3))]
+    assert store.rows("SELECT start, end FROM idle_windows") == [(at("2026-03-02T22:00:00").replace(tzinfo=None),
+                                                                   at("2026-03-03T01:30:00").replace(tzinfo=None))]
+    incremental = waste_rows(store)
+    assert store.scalar("SELECT sum(idle_allocated_usd) FROM gpu_waste_hour") == pytest.approx(3.5 * 3600 * RATE)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 4), now=at("2026-03-03T01:30:00"), force=True)
+    assert waste_rows(store) == incremental
+
+
+def test_a_window_that_reaches_its_minimum_after_midnight_recomputes_the_day_it_started(store, cfg, monkeypatch):
+    """Ten idle minutes before midnight are no window (the minimum is 15); ten more after it make
+    one, from 23:50: the 2nd's waste is derived again and its last ten minutes become idle."""
+    insert_samples(store, series("2026-03-02T23:50", "2026-03-03T00:00", util_gpu=0.0, util_mem=0.0), **NLP)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
+    assert store.rows("SELECT idle_allocated_usd, unused_usd FROM gpu_waste_hour") == [(0.0, pytest.approx(600 * RATE))]
+    calls = waste_from(monkeypatch)
+    insert_samples(store, series("2026-03-03T00:00", "2026-03-03T00:10", util_gpu=0.0, util_mem=0.0), **NLP)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:10:00"))
+    assert calls == [(date(2026, 3, 2), date(2026, 3, 3))]
+    assert store.rows("SELECT toDate(hour), idle_allocated_usd, unused_usd FROM gpu_waste_hour ORDER BY hour") == [
+        (date(2026, 3, 2), pytest.approx(600 * RATE), 0.0), (date(2026, 3, 3), pytest.approx(600 * RATE), 0.0)]
+    incremental = waste_rows(store)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:10:00"), force=True)
+    assert waste_rows(store) == incremental
