@@ -77,10 +77,11 @@ def replace_days(store, table: str, days: list[date], sql_name: str, parameters:
         with store.staging(table) as stage:
             kept, keeping = 0, nullcontext()
             if table in MONTHLY:
-                others = (f"FROM `{table}` WHERE _partition_id = {{p:String}} "
-                          f"AND NOT has({{days:Array(Date)}}, toDate(`{MONTHLY[table]}`))", {"p": pid, "days": group})
-                kept = int(store.scalar(f"SELECT count() {others[0]}", others[1]) or 0)
-                keeping = copied_beside(store, stage, f"SELECT * {others[0]}", others[1])
+                other_days = (f"FROM `{table}` WHERE _partition_id = {{p:String}} "
+                              f"AND NOT has({{days:Array(Date)}}, toDate(`{MONTHLY[table]}`))")
+                where = {"p": pid, "days": group}
+                kept = int(store.scalar(f"SELECT count() {other_days}", where) or 0)
+                keeping = copied_beside(store, stage, f"SELECT * {other_days}", where)
             with keeping:
                 for first, last in runs(group):
                     for part_fills, part_parameters in parts or [({}, {})]:
