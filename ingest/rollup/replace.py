@@ -105,7 +105,8 @@ def copied_beside(store, stage, select: str, parameters: dict) -> Iterator[None]
         yield
         return
     with ThreadPoolExecutor(1) as pool:
-        copying = pool.submit(stage.on(helper).fill, select, parameters=parameters, columns=columns)
+        copying = pool.submit(stage.on(helper).fill, select, parameters=parameters, columns=columns,
+                              settings={"priority": DERIVE_SETTINGS["priority"]})     # readers first, as for the rest
         try:
             yield
         except BaseException:
