@@ -15,6 +15,8 @@ query results that a finished derivation empties.
   ClickHouse server, and for queries that read the clock, such as month-to-date).
   Concurrent requests for the same key run the query once (the others wait for its result), so
   50 users opening the same page cost one query per card, not 50.
+* **Rendered parts.** A second, smaller cache keeps what a page's callbacks return, the same way
+  (``dashboard.state.shared``), so those users build its tables and figures once too.
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ POOL_SIZE = 4            # read handles: 50 users during a backfill, p95 622-710
 MAX_ENTRIES = 1024
 MAX_AGE_S = 300.0
 RECENT_S = 5.0
+RENDERED_ENTRIES = 64    # a page's rendered parts (figures, tables) are far bigger than a query's rows
+RENDERED_S = 60.0
 
 
 class ReadPool:
@@ -134,9 +138,12 @@ class ResultCache:
             for key in [k for k in self._entries if k[1] == name]:
                 del self._entries[key]
 
-    def get(self, name: str, params: dict, load: Callable[[], object], max_age_s: float | None = None):
+    def get(self, name: str, params: dict, load: Callable[[], object], max_age_s: float | None = None,
+            share: bool = False):
         """``load()``'s result for (``name``, ``params``), run at most once at a time per key and
-        kept ``max_age_s`` (default ``self.max_age_s``) or until the data version changes."""
+        kept ``max_age_s`` (default ``self.max_age_s``) or until the data version changes. Each
+        caller gets a copy, or with ``share`` the one result (for values no caller changes)."""
+        give = (lambda value: value) if share else _copy
         max_age = self.max_age_s if max_age_s is None else min(max_age_s, self.max_age_s)
         with self._lock:
             key = (self.version, name, _frozen(params))
@@ -144,7 +151,7 @@ class ResultCache:
             if hit is not None and self.clock() - hit[0] < max_age:
                 self._entries.move_to_end(key)
                 self.hits += 1
-                return _copy(hit[1])
+                return give(hit[1])
             flight = self._flights.get(key)
             leader = flight is None
             if leader:
@@ -156,7 +163,7 @@ class ResultCache:
                 return load()
             with self._lock:
                 self.hits += 1
-            return _copy(flight.value)
+            return give(flight.value)
         try:
             started = self.clock()
             flight.value = load()
@@ -171,21 +178,24 @@ class ResultCache:
                     while len(self._entries) > self.max_entries:
                         self._entries.popitem(last=False)
             flight.done.set()
-        return _copy(flight.value)
+        return give(flight.value)
 
 
 class Reader(ReadPool):
-    """The pool plus its cache, emptied by every derivation of ``target`` that finishes in this process."""
+    """The pool plus its caches (query results; ``rendered``: page callbacks' outputs), emptied by
+    every derivation of ``target`` that finishes in this process."""
 
     def __init__(self, open_handle: Callable[[], object], size: int = POOL_SIZE, target=None,
                  cache: ResultCache | None = None):
         super().__init__(open_handle, size, target)
         self.cache = cache or ResultCache()
+        self.rendered = ResultCache(RENDERED_ENTRIES, RENDERED_S)
         listen(ROLLUP_FINISHED, self._derived)          # weakly: a dropped Reader stops listening
 
     def _derived(self, sender) -> None:
         if sender is None or self.target is None or sender == self.target:
             self.cache.invalidate()
+            self.rendered.invalidate()
 
 
 def reader_for(store, size: int = POOL_SIZE) -> Reader:

@@ -17,6 +17,7 @@ from dashboard import components as c
 from dashboard import drill, ids, queries, state
 from dashboard.auth import current_user
 from dashboard.figures import short
+from dashboard.reader import RECENT_S
 
 PAGE = "alerts"
 dash.register_page(__name__, path="/alerts", name="Alerts", title="Alerts · gpuledger", order=6)
@@ -70,6 +71,7 @@ def layout(**query):
 @callback(Output(ids.part(PAGE, "firing"), "children"), Output(ids.part(PAGE, "pending"), "children"),
           Output(ids.part(PAGE, "resolved"), "children"), Output(ids.part(PAGE, "history"), "children"),
           Input(ids.filters(PAGE), "data"), Input(ids.SILENCES_CHANGED, "data"))
+@state.shared(max_age_s=RECENT_S)
 def render(data, _changed):
     f, st = state.filters_from_data(data), state.get()
     current = queries.alerts(st.store, f)

@@ -28,6 +28,7 @@ def layout(**query):
 
 @callback(Output(ids.part(PAGE, "by-policy"), "children"), Output(ids.part(PAGE, "findings"), "children"),
           Output(ids.part(PAGE, "runtime"), "children"), Input(ids.filters(PAGE), "data"))
+@state.shared()
 def render(data):
     f, store = state.filters_from_data(data), state.get().store
     findings = queries.findings(store, f)

@@ -105,6 +105,7 @@ def unknown(gpu: str, mig: str, info, f: Filters) -> html.Div:
 
 @callback(Output(ids.part(PAGE, "top"), "children"), Input(ids.filters(PAGE), "data"), Input(ids.GPU_SEARCH, "value"),
           State(ids.GPU_ENTITY, "data"))
+@state.shared()
 def render_top(data, search, entity):
     if entity:                                        # a GPU is shown: no list
         return None
@@ -129,6 +130,7 @@ NUMBERS = {"range_gpu_hours", "utilization_pct", "range_cost_usd", "usd_per_gpu_
 @callback(Output(ids.GPU_PROFILE, "children"),
           *[Output(ids.part(PAGE, name), "children") for name in ("facts", *(p[0] for p in PANELS))],
           Input(ids.filters(PAGE), "data"), Input(ids.GPU_ENTITY, "data"))
+@state.shared()
 def render(data, entity):
     f, store = state.filters_from_data(data), state.get().store
     if not isinstance(entity, dict) or not all(isinstance(entity.get(k), str) for k in ("host", "gpu_uuid", "mig_instance")):

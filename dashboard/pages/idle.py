@@ -68,6 +68,7 @@ def focus_head(f, focus: Focus) -> list:
           Output(ids.part(PAGE, "timeline"), "children"), Output(ids.part(PAGE, "by-team"), "children"),
           Output(ids.part(PAGE, "by-pool"), "children"), Output(ids.part(PAGE, "offenders"), "children"),
           Input(ids.filters(PAGE), "data"), Input(ids.IDLE_FOCUS, "data"))
+@state.shared()
 def render(data, focus_data):
     f, focus, store = state.filters_from_data(data), Focus.from_data(focus_data), state.get().store
     windows = queries.idle_windows(store, f, limit=TIMELINE_MAX, focus=focus)

@@ -25,6 +25,7 @@ def layout(**query):
 
 @callback(Output(ids.part(PAGE, "tiles"), "children"), Output(ids.part(PAGE, "fleet"), "children"),
           Output(ids.part(PAGE, "currencies"), "children"), Input(ids.filters(PAGE), "data"))
+@state.shared()
 def render(data):
     f, store = state.filters_from_data(data), state.get().store
     # two handles, each about half of the work (on 10,000 GPUs × 90 days: fleet and the month's waste

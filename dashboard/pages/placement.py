@@ -63,6 +63,7 @@ def layout(**query):
           Output(ids.part(PAGE, "models"), "children"), Output(ids.part(PAGE, "rightsize"), "children"),
           Output(ids.part(PAGE, "queues"), "children"),
           Output(ids.part(PAGE, "recommendations"), "children"), Input(ids.filters(PAGE), "data"))
+@state.shared()
 def render(data):
     f, st = state.filters_from_data(data), state.get()
     n_hours, usage, demand = queries.side_by_side(lambda: queries.hours(st.store, f),

@@ -50,6 +50,7 @@ def budget_note(f) -> str:
           Output(ids.part(PAGE, "budget"), "children"), Output(ids.part(PAGE, "unallocated"), "children"),
           Output(ids.part(PAGE, "currencies"), "children"), Input(ids.filters(PAGE), "data"),
           State(ids.view(PAGE), "data"))
+@state.shared()
 def render(data, view):
     f, store = state.filters_from_data(data), state.get().store
     by = drill.parse_by((view or {}).get("by"))

@@ -53,6 +53,7 @@ def layout(rows: str = "pool", by: str = "team", find: str = "", **query):
 
 @callback(Output(ids.part(PAGE, "heatmap"), "children"),
           Input(ids.filters(PAGE), "data"), State(ids.view(PAGE), "data"))
+@state.shared()
 def render_heatmap(data, view):
     f, rows = state.filters_from_data(data), drill.parse_rows((view or {}).get("rows"))
     source = "gpu_cost_day" if queries.heatmap_query(f, rows).endswith("_day") else "gpu_cost_hour"
@@ -72,6 +73,7 @@ def render_heatmap(data, view):
 
 @callback(Output(ids.part(PAGE, "distribution"), "children"), Output(ids.part(PAGE, "mig"), "children"),
           Input(ids.filters(PAGE), "data"), State(ids.view(PAGE), "data"))
+@state.shared()
 def render(data, view):
     f, store = state.filters_from_data(data), state.get().store
     by = drill.parse_by((view or {}).get("by"))

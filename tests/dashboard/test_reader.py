@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 
@@ -118,3 +118,56 @@ def test_a_handle_that_cannot_be_opened_fails_its_request_and_frees_its_place(st
         pool.scalar("SELECT 1")
     assert pool.scalar("SELECT 2") == 2
     pool.close()
+
+
+def test_users_opening_a_page_at_once_build_it_once_until_the_window_the_minute_or_the_data_changes(site, monkeypatch):
+    """dashboard.state.shared: concurrent requests of a page's callback with the same filters get one
+    build of its tables and figures; another team filter, the next clock minute or a finished
+    derivation (the cache emptied) builds it again."""
+    from base.events import ROLLUP_FINISHED, announce
+    from dashboard import probe, state
+
+    st = site.platform.web.extensions[state.KEY]
+    now = st.clock().replace(second=10, microsecond=0)
+    monkeypatch.setattr(st, "clock", lambda: now)
+    built, build = [], queries.with_rightsizing
+
+    def counted(*args, **kwargs):          # a step of the Placement callback that no query cache covers
+        built.append(1)
+        time.sleep(0.3)                    # the others ask while it is built
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(queries, "with_rightsizing", counted)
+
+    def client():
+        c = site.platform.web.test_client()
+        c.environ_base["HTTP_AUTHORIZATION"] = site.auth
+        return c
+
+    dep, = probe.page_callbacks(client(), "placement")
+    data = parse({"range": "7d"}, now).to_data()
+
+    def ask(filters_data=data):
+        call = probe.call(client(), "placement", dep, filters_data)
+        assert call.status == 200, call
+        return call.response
+
+    announce(ROLLUP_FINISHED, st.store.target)                      # as a finished derivation does: nothing kept
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(ask())) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 6 and len(built) == 1
+    assert all(r == got[0] for r in got) and "Savings if every positive recommendation" in str(got[0])
+    assert ask() == got[0] and len(built) == 1                       # kept
+    ask(parse({"range": "7d", "team": "llm-finetune"}, now).to_data())
+    assert len(built) == 2                                           # another team: its own build
+    now = now.replace(second=50)
+    assert ask() == got[0] and len(built) == 2                       # the same minute
+    now += timedelta(minutes=1)
+    ask()
+    assert len(built) == 3                                           # the next minute: built again
+    announce(ROLLUP_FINISHED, st.store.target)
+    assert ask() == got[0] and len(built) == 4
