@@ -156,7 +156,7 @@ def page_times(store, repeat: int) -> list[tuple[str, float, float]]:
         deps = probe.page_callbacks(client, page)
         served, reference = [], []
         for i in range(repeat + 1):                          # the first round warms caches and is not counted
-            st.store.cache.invalidate()                      # each round as after a derivation: no cached result
+            st.store.invalidate()                            # each round as after a derivation: no cached result
             t0 = time.perf_counter()
             router = probe.call_router(client, path, search)
             calls = [probe.call(client, page, dep, f.to_data(), inputs) for dep in deps]

@@ -141,7 +141,7 @@ def run(quick: bool = False) -> list[dict]:
             for mode, read_through in (("one handle", one), ("pool + cache", reader)):
                 st.store = read_through
                 if mode == "pool + cache":
-                    reader.cache.invalidate()                 # as after a derivation: every user starts cold
+                    reader.invalidate()                       # as after a derivation: every user starts cold
                 seconds, errors = load(url, users, f.search(), f.to_data())
                 figures[mode] = (pct(seconds, 50) * 1000, pct(seconds, 95) * 1000, errors, len(seconds))
                 print(f"{users:>2} users, {mode}: {len(seconds)} requests, p50 {figures[mode][0]:.0f} ms, "

@@ -192,10 +192,14 @@ class Reader(ReadPool):
         self.rendered = ResultCache(RENDERED_ENTRIES, RENDERED_S)
         listen(ROLLUP_FINISHED, self._derived)          # weakly: a dropped Reader stops listening
 
+    def invalidate(self) -> None:
+        """Forget every query result and rendered part, as a finished derivation does."""
+        self.cache.invalidate()
+        self.rendered.invalidate()
+
     def _derived(self, sender) -> None:
         if sender is None or self.target is None or sender == self.target:
-            self.cache.invalidate()
-            self.rendered.invalidate()
+            self.invalidate()
 
 
 def reader_for(store, size: int = POOL_SIZE) -> Reader:
