@@ -9,6 +9,7 @@ from dash import Input, Output, callback, html
 
 from dashboard import components as c
 from dashboard import figures, ids, queries, state
+from dashboard.reader import RECENT_S
 
 PAGE = "overview"
 dash.register_page(__name__, path="/", name="Overview", title="Overview · gpuledger", order=0)
@@ -25,7 +26,7 @@ def layout(**query):
 
 @callback(Output(ids.part(PAGE, "tiles"), "children"), Output(ids.part(PAGE, "fleet"), "children"),
           Output(ids.part(PAGE, "currencies"), "children"), Input(ids.filters(PAGE), "data"))
-@state.shared()
+@state.shared(max_age_s=RECENT_S)     # its alert counts are read again after 5 s
 def render(data):
     f, store = state.filters_from_data(data), state.get().store
     # two handles, each about half of the work (on 10,000 GPUs × 90 days: fleet and the month's waste

@@ -10,6 +10,7 @@ from dash import Input, Output, callback, html
 
 from dashboard import components as c
 from dashboard import figures, ids, queries, state
+from dashboard.reader import RECENT_S
 
 PAGE = "placement"
 dash.register_page(__name__, path="/placement", name="Placement", title="Placement · gpuledger", order=4)
@@ -63,7 +64,7 @@ def layout(**query):
           Output(ids.part(PAGE, "models"), "children"), Output(ids.part(PAGE, "rightsize"), "children"),
           Output(ids.part(PAGE, "queues"), "children"),
           Output(ids.part(PAGE, "recommendations"), "children"), Input(ids.filters(PAGE), "data"))
-@state.shared()
+@state.shared(max_age_s=RECENT_S)     # its queue pressure is read again after 5 s
 def render(data):
     f, st = state.filters_from_data(data), state.get()
     n_hours, usage, demand = queries.side_by_side(lambda: queries.hours(st.store, f),

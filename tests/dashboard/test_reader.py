@@ -10,7 +10,7 @@ import pytest
 
 from dashboard import queries
 from dashboard.filters import parse
-from dashboard.reader import ReadPool, ResultCache, reader_for
+from dashboard.reader import RECENT_S, ReadPool, ResultCache, reader_for
 
 
 def test_the_pool_opens_at_most_its_size_and_its_handles_refuse_writes(store):
@@ -120,16 +120,18 @@ def test_a_handle_that_cannot_be_opened_fails_its_request_and_frees_its_place(st
     pool.close()
 
 
-def test_users_opening_a_page_at_once_build_it_once_until_the_window_the_minute_or_the_data_changes(site, monkeypatch):
+def test_users_opening_a_page_at_once_build_it_once_until_the_window_the_minute_the_data_or_its_age_changes(site, monkeypatch):
     """dashboard.state.shared: concurrent requests of a page's callback with the same filters get one
-    build of its tables and figures; another team filter, the next clock minute or a finished
-    derivation (the cache emptied) builds it again."""
+    build of its tables and figures; another team filter, the next clock minute, a finished
+    derivation (the cache emptied) or the page's age limit builds it again."""
     from base.events import ROLLUP_FINISHED, announce
     from dashboard import probe, state
 
     st = site.platform.web.extensions[state.KEY]
     now = st.clock().replace(second=10, microsecond=0)
     monkeypatch.setattr(st, "clock", lambda: now)
+    tick = 0.0                                                       # the rendered cache's own clock (ages)
+    monkeypatch.setattr(st.store.rendered, "clock", lambda: tick)
     built, build = [], queries.with_rightsizing
 
     def counted(*args, **kwargs):          # a step of the Placement callback that no query cache covers
@@ -172,3 +174,9 @@ def test_users_opening_a_page_at_once_build_it_once_until_the_window_the_minute_
     announce(ROLLUP_FINISHED, st.store.target)
     ask()                                  # (not compared: sums of floats may differ in their last digit)
     assert len(built) == 4
+    tick += RECENT_S - 1
+    ask()
+    assert len(built) == 4                                           # Placement's parts are kept 5 s (its queue pressure)
+    tick += 2
+    ask()
+    assert len(built) == 5
