@@ -19,6 +19,7 @@ logging the outage once when it starts and once when it ends.
 from __future__ import annotations
 
 import gzip
+import http.client
 import logging
 import threading
 import time
@@ -67,7 +68,8 @@ class PushDestination:
             raise Unavailable(f"{self.url} answered {e.code}: {detail}"
                               + (" (check collector.push_token against receiver.token)"
                                  if e.code in (401, 403) else "")) from e
-        except (OSError, ValueError) as e:  # connection refused, reset, timeout, bad URL
+        except (OSError, ValueError, http.client.HTTPException) as e:
+            # connection refused, reset, timeout, bad URL; an answer cut off (the platform killed mid-reply)
             raise Unavailable(f"{self.url}: {getattr(e, 'reason', e)}") from e
 
     def _heard(self, platform: str | None) -> None:

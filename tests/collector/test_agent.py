@@ -3,25 +3,27 @@ to a platform's batch endpoint."""
 from __future__ import annotations
 
 import argparse
+import http.server
 import logging
 import threading
 
 import pynvml
 import pytest
 
-from base.errors import ConfigError
+from base.errors import ConfigError, Unavailable
 from base.settings import Secret
 from base.version import version
 from collector.agent import run_agent
 from collector.config import CollectorConfig
 from collector.fake_nvml import FakeNvml
-from collector.shipper import PushDestination
+from collector.shipper import PushDestination, Shipper
+from collector.spool import Spool
 from gpuledger.cli.collect import add_commands, destination_for, settings
 from gpuledger.config import Config
 from gpuledger.platform import Platform
 from ingest.receiver import register_receiver
 from ingest.telemetry_config import ReceiverConfig
-from tests.helpers import ServedPlatform, fake_node, free_port, get, platform_config
+from tests.helpers import ServedPlatform, batch, fake_node, free_port, get, platform_config
 
 
 def parse(*argv):
@@ -130,3 +132,29 @@ def test_up_samples_local_gpus_in_embedded_mode_only_when_nvml_works(store):
     none = register_telemetry(other, store, platform_config(),
                               load_nvml=lambda: FakeNvml([], init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED))
     assert none["local"] is None and "local-gpus" not in other.parts
+
+
+def test_an_answer_cut_off_mid_body_is_an_outage_and_the_batch_stays_spooled(tmp_path):
+    """A platform killed while it answers (its headers sent, its body not): the shipper keeps the
+    batch and retries, as for a refused connection, rather than its thread dying."""
+    class CutOff(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Length", "46")
+            self.end_headers()              # and no body: the connection closes
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), CutOff)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        destination = PushDestination(f"http://127.0.0.1:{server.server_port}", timeout_s=10)
+        spool = Spool(tmp_path / "spool")
+        spool.append(batch(1))
+        with pytest.raises(Unavailable, match="IncompleteRead"):
+            Shipper(spool, destination).ship()
+        assert len(spool.peek(10)) == 1
+    finally:
+        server.shutdown()
