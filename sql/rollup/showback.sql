@@ -185,4 +185,5 @@ FROM
     WHERE if(environment IN ('onprem', ''), component.1 != 'cloud_gpu', component.1 = 'cloud_gpu' AND estimated = 1)
       AND (component.2 != 0 OR component.3)
 )
-GROUP BY day, environment, onprem, region, pool, host, gpu_uuid, mig_instance, instance_id, instance_type, model, team, component
+-- a row per day, GPU entity, team and component (by its name: its amount differs hour by hour)
+GROUP BY day, environment, onprem, region, pool, host, gpu_uuid, mig_instance, instance_id, instance_type, model, team, component.1

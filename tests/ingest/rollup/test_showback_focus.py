@@ -77,6 +77,40 @@ def test_a_bill_line_is_followed_to_the_teams_that_used_it(store, cfg, tmp_path)
         pytest.approx(store.scalar("SELECT sum(cost) FROM team_spend_day"))
 
 
+def test_an_on_prem_gpu_and_unbilled_cloud_gpu_time_are_one_row_a_day_per_component(store, cfg):
+    # dgx-1/GPU-9 (nlp) 10:00-12:30 at 400 W, then 200 W, then 300 W: every hour's energy differs,
+    # and hour 12 (half) costs half the capital of the others; i-0abc's GPU-0 (vision) 10:00-11:30, no bill
+    for start, end, watts in [("10:00", "11:00", 400.0), ("11:00", "12:00", 200.0), ("12:00", "12:30", 300.0)]:
+        insert_samples(store, series(f"2026-03-02T{start}", f"2026-03-02T{end}", util_gpu=50.0, power_w=watts,
+                                     process_count=1, team="nlp"), host="dgx-1", gpu_uuid="GPU-9",
+                       environment="onprem", pool="dgx")
+    insert_samples(store, series("2026-03-02T10:00", "2026-03-02T11:30", util_gpu=60.0, process_count=1, team="vision"),
+                   **AWS, gpu_uuid="GPU-0", gpu_index=0)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-04T00:00:00"))
+
+    rows = store.query_df(
+        "SELECT x_CostComponent, EffectiveCost, PricingQuantity, PricingUnit, ListUnitPrice, x_GpuHours, x_Estimated, "
+        "toString(ChargePeriodStart) AS cps, toString(ChargePeriodEnd) AS cpe FROM v_showback_focus "
+        "ORDER BY x_CostComponent").to_dict("records")
+    # one row per day, GPU entity, team and component (sql/README.md "FOCUS showback"), not one per hourly amount
+    assert [r["x_CostComponent"] for r in rows] == ["cloud_gpu", "onprem_capital", "onprem_energy", "onprem_operations"]
+    assert {(r["cps"], r["cpe"]) for r in rows} == {("2026-03-02 10:00:00", "2026-03-02 12:00:00"),
+                                                    ("2026-03-02 10:00:00", "2026-03-02 13:00:00")}
+    got = {r["x_CostComponent"]: r for r in rows}
+    # capital $1/GPU-hour x 2.5, operations $0.5 x 2.5; energy (0.4 + 0.2 + 0.15) kWh x PUE 1.5 x $0.10
+    assert (got["onprem_capital"]["EffectiveCost"], got["onprem_capital"]["PricingQuantity"],
+            got["onprem_capital"]["ListUnitPrice"], got["onprem_capital"]["x_GpuHours"]) == pytest.approx((2.5, 2.5, 1.0, 2.5))
+    assert got["onprem_operations"]["EffectiveCost"] == pytest.approx(1.25)
+    assert (got["onprem_energy"]["EffectiveCost"], got["onprem_energy"]["PricingQuantity"], got["onprem_energy"]["PricingUnit"],
+            got["onprem_energy"]["ListUnitPrice"]) == pytest.approx((0.1125, 0.75, "kWh", 0.15))
+    # the unbilled GPU at list price ($32 / 8 GPUs an hour) for 1.5 GPU-hours, estimated
+    cloud = got["cloud_gpu"]
+    assert (cloud["EffectiveCost"], cloud["PricingQuantity"], cloud["x_GpuHours"], cloud["x_Estimated"]) == \
+        pytest.approx((6.0, 1.5, 1.5, 1))
+    assert store.scalar("SELECT sum(EffectiveCost) FROM v_showback_focus") == \
+        pytest.approx(store.scalar("SELECT sum(cost) FROM team_spend_day"))
+
+
 def test_the_view_carries_focus_columns(demo):
     columns = demo.store.columns("v_showback_focus")
     assert [c for c in FOCUS + EXTRA if c not in columns] == []
