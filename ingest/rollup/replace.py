@@ -6,13 +6,14 @@ new ones, never added to.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager, nullcontext
 from datetime import date, datetime, time
 from itertools import groupby
 
 from base.sqlfiles import sql
+from ingest.rollup.parallel import in_parallel
 
 # The daily rollups that pages and finance read over weeks and months, partitioned by month
 # (sql/migrations/017_monthly_rollups.sql): table -> its time column. Replacing some days of a
@@ -65,12 +66,14 @@ def replace_day(store, table: str, day: date, sql_name: str, parameters: dict, *
 
 
 def replace_days(store, table: str, days: list[date], sql_name: str, parameters: dict, *,
-                 fills: dict | None = None, parts: list[tuple[dict, dict]] | None = None) -> int:
+                 fills: dict | None = None, parts: list[tuple[dict, dict]] | None = None,
+                 beside: Sequence = ()) -> int:
     """replace_day of every day of ``days``, one query per run of consecutive days (at most
     ``RUN_DAYS``; the query gets the run's first day as ``from`` and its last as ``day``; with
     ``parts``, one per part as in replace_day) and one swap per partition: a ``MONTHLY`` table's
-    month is staged with its other days copied as they are and the given ones computed. Returns
-    the rows computed."""
+    month is staged with its other days copied as they are and the given ones computed. The
+    queries of a staging unit run side by side on ``store`` and the free handles ``beside`` (a
+    month of the showback: four runs of days). Returns the rows computed."""
     computed = 0
     for group in swap_units(table, days):
         pid = _swap_unit(table, group[0])
@@ -82,12 +85,14 @@ def replace_days(store, table: str, days: list[date], sql_name: str, parameters:
                 where = {"p": pid, "days": group}
                 kept = int(store.scalar(f"SELECT count() {other_days}", where) or 0)
                 keeping = copied_beside(store, stage, f"SELECT * {other_days}", where)
+
+            def fill(handle, query):
+                (first, last), (part_fills, part_parameters) = query
+                stage.on(handle).fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
+                                      parameters=parameters | part_parameters | {"day": last, "from": datetime.combine(first, time.min)},
+                                      settings=DERIVE_SETTINGS)
             with keeping:
-                for first, last in runs(group):
-                    for part_fills, part_parameters in parts or [({}, {})]:
-                        stage.fill(sql(f"rollup/{sql_name}", **(fills or {}), **part_fills),
-                                   parameters=parameters | part_parameters | {"day": last, "from": datetime.combine(first, time.min)},
-                                   settings=DERIVE_SETTINGS)
+                in_parallel([store, *beside], [(span, part) for span in runs(group) for part in parts or [({}, {})]], fill)
             stage.replace_in(partition_ids=sorted({partition_id(table, d) for d in group}))
             computed += stage.count() - kept
     return computed

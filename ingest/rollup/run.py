@@ -10,10 +10,8 @@ compliance findings. Run it as often as you like: an unchanged day is not recomp
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from datetime import time as dt_time
@@ -22,7 +20,8 @@ from base.events import ROLLUP_FINISHED, announce
 from base.sqlfiles import sql
 from ingest.rollup import compliance, configtables
 from ingest.rollup.attribution import rules_expression
-from ingest.rollup.replace import DERIVE_SETTINGS, replace_day, replace_days, swap_units
+from ingest.rollup.parallel import in_parallel, run_jobs
+from ingest.rollup.replace import DERIVE_SETTINGS, replace_day, replace_days, runs, swap_units
 
 log = logging.getLogger(__name__)
 
@@ -159,36 +158,6 @@ def worker_handles(store, count: int) -> list:
     """``store`` and up to ``count - 1`` more handles on it (Store.workers: kept with it, so an
     hourly run opens none). A plan (ingest/plan.py) works alone, so its statements stay in order."""
     return [store, *store.workers(count - 1)]
-
-
-def in_parallel(handles, items: list, work, *, share_cores: bool = True) -> None:
-    """Run ``work(handle, item)`` for every item (a day, a run of days, a job), in order, each on
-    the next handle that is free (items take unequal time: runs of days are up to 8 days long).
-    With more items than handles, each handle's queries use its share of the cores
-    (Store.sharing_cores) unless not ``share_cores``."""
-    if len(handles) == 1:
-        for item in items:
-            work(handles[0], item)
-        return
-    todo, taking = iter(items), threading.Lock()
-    sharing = len(handles) if share_cores and len(items) > len(handles) else 1
-
-    def worker(handle):
-        with handle.sharing_cores(sharing):
-            while True:
-                with taking:
-                    item = next(todo, todo)
-                if item is todo:
-                    return
-                work(handle, item)
-    with ThreadPoolExecutor(len(handles)) as pool:
-        list(pool.map(worker, handles))
-
-
-def run_jobs(handles, jobs: list[Callable]) -> None:
-    """Run each ``job(handle)`` (tables that do not read each other), as many at once as handles;
-    each query with every core (the jobs take unequal time: the longest runs on alone)."""
-    in_parallel(handles, jobs, lambda handle, job: job(handle), share_cores=False)
 
 
 def sample_parts(store, day: date, before_s: int, after_s: int, start: datetime | None = None,
@@ -366,12 +335,19 @@ def derive_waste(store, cfg, since: date, until: date, rules: str, rule_params: 
     """gpu_waste_hour, gpu_waste_day and the FOCUS showback (which carries the waste) of every day
     from ``since`` to ``until`` (after the idle windows: a window that grows changes the waste of
     the hours it already covered). gpu_waste_hour's staging units side by side, then the two
-    tables read from it side by side, and the jobs ``beside`` (``job(handle)``, reading no waste)."""
+    tables read from it and the jobs ``beside`` (``job(handle)``, reading no waste) side by side;
+    a showback of several runs of days (a backfill) after the others, its runs side by side."""
     days = [since + timedelta(days=i) for i in range((until - since).days + 1)]
     handles = worker_handles(store, cfg.analytics.workers)
     in_parallel(handles, swap_units("gpu_waste_hour", days),
                 lambda h, unit: replace_days(h, "gpu_waste_hour", unit, "waste", {}))
-    run_jobs(handles, [
-        lambda h: replace_days(h, "gpu_waste_day", days, "waste_day", {}),
-        lambda h: replace_days(h, "showback_focus_day", days, "showback", rule_params,
-                               fills={"bill_lines": bill_lines(rules)}), *beside])
+
+    def showback(h, free=()):
+        replace_days(h, "showback_focus_day", days, "showback", rule_params, fills={"bill_lines": bill_lines(rules)},
+                     beside=free)
+    waste_day = lambda h: replace_days(h, "gpu_waste_day", days, "waste_day", {})     # noqa: E731
+    if len(runs(days)) == 1:
+        run_jobs(handles, [waste_day, showback, *beside])
+        return
+    run_jobs(handles, [waste_day, *beside])
+    showback(handles[0], handles[1:])

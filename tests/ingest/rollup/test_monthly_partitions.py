@@ -15,15 +15,14 @@ from base.sqlfiles import MIGRATIONS_DIR, split_statements
 from ingest.billing.load import ingest_billing
 from ingest.migrations import migrate
 from ingest.rollup.attribution import rules_expression
+from ingest.rollup.parallel import in_parallel, run_jobs
 from ingest.rollup.replace import MONTHLY, RUN_DAYS, partition_id, replace_day, replace_days, runs
 from ingest.rollup.run import (
     bill_lines,
     day_inputs,
     hour_units,
     idle_parameters,
-    in_parallel,
     rollup,
-    run_jobs,
     sample_parts,
     sample_units,
 )
@@ -202,6 +201,9 @@ class Recording:
         self.statements.append(" ".join(sql.split()))
         return result
 
+    def __getattr__(self, name):
+        return getattr(self.handle, name)
+
 
 def test_a_months_other_days_are_copied_on_a_second_handle_beside_the_computing(store, monkeypatch):
     hours = "hour, host, gpu_uuid, environment, team, held, gpu_hours, utilized_gpu_hours, cost_usd"
@@ -236,6 +238,26 @@ def test_a_months_other_days_are_copied_on_a_second_handle_beside_the_computing(
     assert store.rows(per_day) == before
     assert not store.rows("SELECT name FROM system.tables WHERE database = currentDatabase() AND name LIKE '\\\\_stage\\\\_%'")
     helper.handle.close()
+
+
+def test_a_months_runs_of_days_are_computed_side_by_side_on_the_free_handles_given(store):
+    # 20 days of March: three runs of days (8, 8, 4) into one staging copy of the month
+    days = [date(2026, 3, 1) + timedelta(days=i) for i in range(20)]
+    hours = "hour, host, gpu_uuid, environment, team, held, gpu_hours, utilized_gpu_hours, cost_usd"
+    store.command(f"INSERT INTO gpu_cost_hour ({hours}) SELECT toDateTime({{d:Date}}, 'UTC') + toIntervalHour(number), "
+                  "'node-1', 'GPU-0', 'aws', if(number % 3 = 0, 'team-a', 'team-b'), 1, 1, 0.5, number FROM numbers(480)",
+                  {"d": days[0]})
+    per_day = "SELECT toDate(hour) AS d, team, count(), sum(cost_usd) FROM team_demand_hour GROUP BY d, team ORDER BY d, team"
+    assert replace_days(store, "team_demand_hour", days, "team_demand", {}) == 480
+    alone = store.rows(per_day)
+    free = Recording(store.clone())
+
+    assert replace_days(store, "team_demand_hour", days, "team_demand", {}, beside=[free]) == 480
+    assert store.rows(per_day) == alone and len(alone) == 40
+    # the free handle computed at least one of the three runs, into the month's staging copy
+    fills = [s for s in free.statements if s.startswith("INSERT INTO `_stage_team_demand_hour_")]
+    assert 1 <= len(fills) <= 2 and all("FROM gpu_cost_hour" in s for s in fills)
+    free.handle.close()
 
 
 def test_a_plan_derives_on_one_handle_so_its_statements_stay_in_order(store):
