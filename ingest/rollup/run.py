@@ -342,10 +342,12 @@ def derive_waste(store, cfg, since: date, until: date, rules: str, rule_params: 
     in_parallel(handles, swap_units("gpu_waste_hour", days),
                 lambda h, unit: replace_days(h, "gpu_waste_hour", unit, "waste", {}))
 
+    def waste_day(h):
+        replace_days(h, "gpu_waste_day", days, "waste_day", {})
+
     def showback(h, free=()):
         replace_days(h, "showback_focus_day", days, "showback", rule_params, fills={"bill_lines": bill_lines(rules)},
                      beside=free)
-    waste_day = lambda h: replace_days(h, "gpu_waste_day", days, "waste_day", {})     # noqa: E731
     if len(runs(days)) == 1:
         run_jobs(handles, [waste_day, showback, *beside])
         return
