@@ -336,7 +336,8 @@ def derive_waste(store, cfg, since: date, until: date, rules: str, rule_params: 
     from ``since`` to ``until`` (after the idle windows: a window that grows changes the waste of
     the hours it already covered). gpu_waste_hour's staging units side by side, then the two
     tables read from it and the jobs ``beside`` (``job(handle)``, reading no waste) side by side;
-    a showback of several runs of days (a backfill) after the others, its runs side by side."""
+    a showback whose month holds several runs of days (a backfill) after the others, its runs side
+    by side."""
     days = [since + timedelta(days=i) for i in range((until - since).days + 1)]
     handles = worker_handles(store, cfg.analytics.workers)
     in_parallel(handles, swap_units("gpu_waste_hour", days),
@@ -348,7 +349,7 @@ def derive_waste(store, cfg, since: date, until: date, rules: str, rule_params: 
     def showback(h, free=()):
         replace_days(h, "showback_focus_day", days, "showback", rule_params, fills={"bill_lines": bill_lines(rules)},
                      beside=free)
-    if len(runs(days)) == 1:
+    if all(len(runs(month)) == 1 for month in swap_units("showback_focus_day", days)):
         run_jobs(handles, [waste_day, showback, *beside])
         return
     run_jobs(handles, [waste_day, *beside])
