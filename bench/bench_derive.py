@@ -1,4 +1,6 @@
-"""Derivation speed on 256 GPUs × 30 days at 15 s (~44 M samples), in one run:
+"""Derivation speed on 256 GPUs × 30 days at 15 s (~44 M samples) and the fleet's cloud bills for
+those days (the simulator's FOCUS files, loaded as ``gpuledger ingest billing`` loads them, so the
+derivation attributes them to GPUs as on a real hybrid fleet), in one run:
 
 * the rollup + idle windows (gpu_minute, gpu_hour, idle_windows) next to a straightforward
   pandas implementation of the same rollup + idle windows (bench/pandas_reference.py, which
@@ -17,6 +19,7 @@
 """
 from __future__ import annotations
 
+import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -89,6 +92,7 @@ def run(quick: bool = False) -> list[dict]:
     import sim
     from gpuledger import config as configuration
     from gpuledger.demo import config_text
+    from ingest.billing.load import ingest_billing
     from ingest.rollup.run import rollup
     from ingest.samples import ingest_samples
 
@@ -101,6 +105,10 @@ def run(quick: bool = False) -> list[dict]:
     cfg = configuration.load(str(work / "gpuledger.toml"), env={})
     store = bench_store("derive")
     ingest_samples(store, files[:-1], progress=lambda m: None)  # the last hour comes in later
+    # the fleet's cloud bills for the same days, so the derivation attributes them to GPUs as it
+    # does on a real hybrid fleet (billing_line_hour, gpu_cost_hour, the showback's gpu-time rows)
+    bill_lines = ingest_billing(store, sim.write_billing(fleet, work / "billing", days=days, end=end),
+                                progress=lambda m: None).rows
     last = pq.read_table(files[-1]).to_pandas()
     cut = last["ts"].max().floor("h")
     first_part, last_hour = last[last["ts"] < cut], last[last["ts"] >= cut]
@@ -125,7 +133,10 @@ def run(quick: bool = False) -> list[dict]:
     started = time.perf_counter()
     pandas_reference.rollup_and_idle(files, cfg.analytics, thresholds, rates)
     pandas_s = time.perf_counter() - started
-    label = f"{gpus} GPUs × {days} d at 15 s ({samples / 1e6:.1f} M samples)"
+    attributed = store.scalar("SELECT count() FROM showback_focus_day WHERE x_AllocationMethod = 'gpu-time'")
+    print(f"derive: {bill_lines:,} bill lines loaded; {attributed:,} showback rows of bills attributed by GPU time",
+          file=sys.stderr)
+    label = f"{gpus} GPUs × {days} d at 15 s ({samples / 1e6:.1f} M samples, {bill_lines:,} bill lines)"
     return [
         row(f"rollup + idle windows, {label} (ref: pandas)", rollup_idle, "s", pandas_s, ">= 10x pandas",
             higher_is_better=False),

@@ -7,7 +7,8 @@ an hour). The platform is one process of its own (spawned, as ``gpuledger up`` i
 embedded, the receiver on its pooled server on loopback), the load generator another
 (agents' CPU is not the platform's, though here both share the same 2 cores). In order:
 
-* earlier data: the hours of the day before the measured one are loaded with ``ingest samples``
+* earlier data: the hours of the day before the measured one are loaded with ``ingest samples``,
+  the cloud instances' FOCUS bills for the whole day (the simulator's) with ``ingest billing``,
   and derived completely with the scheduler's ``rollup`` (full run: 23 hours, so the measured
   hour is the day's last, the costliest to derive incrementally: every kept row of the day is
   copied into the replaced partitions);
@@ -105,6 +106,11 @@ class Platform:
         started = time.perf_counter()
         loaded = ingest_samples(self.store, files, progress=lambda m: None)
         return getattr(loaded, "rows", 0), time.perf_counter() - started
+
+    def bills(self, files: list[str]) -> int:
+        from ingest.billing.load import ingest_billing
+
+        return ingest_billing(self.store, files, progress=lambda m: None).rows
 
     def count(self) -> int:
         return int(self.store.scalar("SELECT count() FROM gpu_samples"))
@@ -360,9 +366,12 @@ def run(quick: bool = False) -> list[dict]:
             f"simulated in {time.perf_counter() - started:.0f} s")
         _, load_s = platform("load", files)
         earlier = platform("count")
+        # the cloud instances' bills for the day, so both derivations attribute them to GPUs
+        bill_lines = platform("bills", [str(p) for p in sim.write_billing(fleet, work / "billing", days=1,
+                                                                            end=day + timedelta(days=1))])
         full_s, _ = platform("derive", now - timedelta(hours=1))
-        say(f"{earlier:,} earlier samples loaded in {load_s:.0f} s, derived completely in {full_s:.1f} s; "
-            f"platform peak RSS {platform('phase_peak') / GB:.2f} GB")
+        say(f"{earlier:,} earlier samples loaded in {load_s:.0f} s and {bill_lines:,} bill lines, derived completely in "
+            f"{full_s:.1f} s; platform peak RSS {platform('phase_peak') / GB:.2f} GB")
 
         hour = next(frames)
         port = platform("serve")
@@ -415,8 +424,9 @@ def run(quick: bool = False) -> list[dict]:
             f"({rw_rows / stored:.0%} remote_write), all senders at once vs needed", rate, "rows/s", NEEDED,
             ">= 10x needed (burst)"),
         row("ingest over HTTP: p95 of a push (all senders at once)", p95(latencies), "s", None, "info"),
-        row(f"incremental derivation after hour {n['hours_before']}:00 ({hour_rows / 1e6:.2f} M samples; ref: "
-            f"complete derivation of {n['hours_before']} h, {earlier / 1e6:.1f} M)", incremental_s, "s", full_s,
+        row(f"incremental derivation after hour {n['hours_before']}:00 ({hour_rows / 1e6:.2f} M samples, the day's "
+            f"{bill_lines:,} bill lines; ref: complete derivation of {n['hours_before']} h, {earlier / 1e6:.1f} M)",
+            incremental_s, "s", full_s,
             "< 60 s", higher_is_better=False),
         row(f"alerts: first round on today's store ({alerts['firing']:,} firing; ref: bare queries)", alerts["first"],
             "s", alerts["reference"], "< 2 s", higher_is_better=False),

@@ -3,6 +3,8 @@
 reference and goal. No timing is asserted: the machine decides those."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bench import bench_derive, common
@@ -39,3 +41,11 @@ def test_the_derivation_against_the_plain_scan(figures):
 
 def test_the_incremental_run_recomputes_one_day(figures):
     assert "(1 day recomputed)" in one(figures, "incremental run")["name"]
+
+
+def test_the_derivation_runs_with_the_fleets_cloud_bills(figures):
+    # the benchmark loads the simulated fleet's FOCUS bills, so the timed derivation includes
+    # attributing them to GPUs (a fleet without bills would skip that work)
+    name = one(figures, "complete derivation", "ref: pandas")["name"]
+    lines = re.search(r"([\d,]+) bill lines", name)
+    assert lines and int(lines.group(1).replace(",", "")) > 0, name

@@ -2,6 +2,8 @@
 for is printed, in its unit, with a sane value. No timing is asserted: the machine decides those."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bench import bench_fleet10k
@@ -37,6 +39,8 @@ def test_ingest_rate_against_the_needed_670_rows_per_second(figures):
 def test_incremental_derivation_and_alert_rounds(figures):
     derive = one(figures, "incremental derivation")
     assert derive["unit"] == "s" and derive["value"] > 0 and derive["reference"] > 0 and derive["goal"] == "< 60 s"
+    lines = re.search(r"([\d,]+) bill lines", derive["name"])   # the fleet's cloud bills are derived too
+    assert lines and int(lines.group(1).replace(",", "")) > 0, derive["name"]
     rounds = [r for r in figures if r["name"].startswith("alerts:")]
     assert len(rounds) == 4
     for r in rounds:
