@@ -79,7 +79,7 @@ class Agent:
             self.errors += 1
             log.exception("sampling round failed; trying again next interval")
             return None
-        self.exposition.update(round_.samples)
+        self.exposition.update(round_.samples, round_.reserved_bytes)
         if self.sink is not None:
             try:
                 self.sink(round_)

@@ -6,7 +6,8 @@
     collector = GpuMetricsCollector(stats=sampler.stats)
     registry.register(collector)
     ...
-    collector.update(sampler.sample().samples)       # after each round
+    round_ = sampler.sample()                         # after each round
+    collector.update(round_.samples, round_.reserved_bytes)
 
 Series use dcgm-exporter's names, units and labels where DCGM has the value (``gpu``,
 ``UUID``, ``pci_bus_id``, ``device``, ``Hostname``, ``DCGM_FI_DRIVER_VERSION``,
@@ -15,7 +16,8 @@ pod holds the GPU), so dashboards built for dcgm-exporter work unchanged (NVIDIA
 groups by ``Hostname``, ``gpu``, ``UUID`` and ``GPU_I_*``). One label is left out: dcgm-exporter's
 ``modelName``, which is camelCase and fails ``promtool check metrics``; the model is the
 ``model`` label of ``gpuledger_gpu_info`` (``… * on(UUID) group_left(model) gpuledger_gpu_info``).
-What DCGM lacks is under ``gpuledger_*``: exact memory bytes and energy joules,
+Memory is split as dcgm-exporter splits it: ``FB_USED`` what processes allocated, ``FB_RESERVED``
+the driver's and firmware's share, ``FB_FREE`` the rest. What DCGM lacks is under ``gpuledger_*``: exact memory bytes and energy joules,
 ``process_count``, the XID count of the interval, the sample's own time, and
 ``gpuledger_gpu_info`` whose labels carry the model, environment, region, cluster, pool,
 instance, CUDA version, image and the owner (team, user, job_id, slurm_account). A value that was not
@@ -42,9 +44,6 @@ _SERIES = (
     ("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "gauge", lambda s: s.util_mem),
     ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge",
      lambda s: None if s.mem_used_bytes is None else s.mem_used_bytes / MIB),
-    ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge",
-     lambda s: None if s.mem_used_bytes is None or s.mem_total_bytes is None
-     else (s.mem_total_bytes - s.mem_used_bytes) / MIB),
     ("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", lambda s: s.power_w),
     ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).",
      "unknown", lambda s: None if s.energy_j is None else s.energy_j * 1000),
@@ -78,6 +77,16 @@ _SERIES = (
      lambda s: s.ts.timestamp()),
 )
 
+# the rest of the memory, where the reserved share is known (NVML's v2 call); without it the used
+# memory counts the reserved in (collector.nvml_fields.read_memory)
+_FREE_AND_RESERVED = (
+    ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).",
+     lambda s, reserved: None if s.mem_used_bytes is None or s.mem_total_bytes is None
+     else (s.mem_total_bytes - s.mem_used_bytes - (reserved or 0)) / MIB),
+    ("DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).",
+     lambda s, reserved: None if reserved is None else reserved / MIB),
+)
+
 
 def dcgm_labels(s: GpuSample) -> dict[str, str]:
     """dcgm-exporter's labels for one GPU entity, but ``modelName`` (see the module docstring)."""
@@ -99,12 +108,15 @@ class GpuMetricsCollector:
 
     def __init__(self, stats=None):
         self._samples: list[GpuSample] = []
+        self._reserved: dict[tuple[str, str], int] = {}
         self._stats = stats
         self._sources: list = []
 
-    def update(self, samples) -> None:
-        """Replace what is exposed with these records (the latest round)."""
+    def update(self, samples, reserved_bytes: dict[tuple[str, str], int] | None = None) -> None:
+        """Replace what is exposed with these records (the latest round) and the memory
+        reserved on their GPUs, by (gpu_uuid, mig_instance) (``SampleRound.reserved_bytes``)."""
         self._samples = list(samples)
+        self._reserved = dict(reserved_bytes or {})
 
     def add_source(self, collect) -> None:
         """Also expose what ``collect()`` yields (prometheus-client metric families)."""
@@ -117,6 +129,15 @@ class GpuMetricsCollector:
             family = Metric(name, doc, kind)
             for s, lab in zip(samples, labels):
                 v = get(s)
+                if v is not None:
+                    family.add_sample(name, lab, float(v))
+            if family.samples:
+                yield family
+        reserved = [self._reserved.get((s.gpu_uuid, s.mig_instance)) for s in samples]
+        for name, doc, get in _FREE_AND_RESERVED:
+            family = GaugeMetricFamily(name, doc)
+            for s, lab, r in zip(samples, labels, reserved):
+                v = get(s, r)
                 if v is not None:
                     family.add_sample(name, lab, float(v))
             if family.samples:

@@ -4,7 +4,8 @@ Sources (``/work/shared/data/nvidia_smi``, see its SOURCES.md): ``h100_mig_captu
 (``nvidia-smi -q`` of an H100 80GB HBM3, driver 590.48.01, CUDA 13.1, MIG 3g.40gb + 2g.20gb +
 2x 1g.10gb on GPU instances 2, 3, 9, 10), ``l40s_capture.txt`` (L40S, driver 595.80, CUDA 13.2)
 and ``a100_mig_q_x.xml`` (A100-SXM4-80GB, driver 535.54.03, CUDA 12.2, 4x 1g.20gb on GPU
-instances 3-6). Memory totals are what NVML reports (a little below the marketing size).
+instances 3-6). Memory totals are what NVML reports (a little below the marketing size); idle
+memory used and reserved are the captures' "FB Memory Usage".
 
 Each builder takes ``index`` and an optional ``seed`` so a simulator can make thousands of
 distinct GPUs: UUIDs and PCI bus ids are derived deterministically from them.
@@ -40,7 +41,7 @@ def h100_80gb(index: int = 0, seed=None, **values) -> FakeGpu:
     return FakeGpu(**{**dict(name="NVIDIA H100 80GB HBM3",
                              uuid=fake_uuid("GPU", "h100", index, seed),
                              pci_bus_id=_bus_id(index, seed), memory_total=81559 * MIB,
-                             memory_used=479 * MIB, power_w=69.5, temperature_c=29,
+                             memory_used=59 * MIB, memory_reserved=479 * MIB, power_w=69.5, temperature_c=29,
                              sm_clock_mhz=1980, mem_clock_mhz=2619, mig_capable=True),
                       **values})
 
@@ -60,7 +61,7 @@ def l40s(index: int = 0, seed=None, **values) -> FakeGpu:
     """NVIDIA L40S (Ada, no MIG): 350 W limit, graphics 2520 MHz, GDDR6 9001 MHz, 46068 MiB."""
     return FakeGpu(**{**dict(name="NVIDIA L40S", uuid=fake_uuid("GPU", "l40s", index, seed),
                              pci_bus_id=_bus_id(index, seed), memory_total=46068 * MIB,
-                             power_w=34.0, temperature_c=38, sm_clock_mhz=2520,
+                             memory_reserved=609 * MIB, power_w=34.0, temperature_c=38, sm_clock_mhz=2520,
                              mem_clock_mhz=9001),
                       **values})
 
@@ -70,7 +71,7 @@ def a100_80gb_mig(index: int = 0, seed=None, **values) -> FakeGpu:
     gpu = FakeGpu(**{**dict(name="NVIDIA A100-SXM4-80GB",
                             uuid=fake_uuid("GPU", "a100", index, seed),
                             pci_bus_id=_bus_id(index, seed), memory_total=81920 * MIB,
-                            memory_used=50 * MIB, power_w=67.03, temperature_c=27,
+                            memory_used=50 * MIB, memory_reserved=869 * MIB, power_w=67.03, temperature_c=27,
                             sm_clock_mhz=1275, mem_clock_mhz=1593, mig_capable=True),
                      **values})
     gpu.mig = [FakeMig(gpu_instance_id=gi, profile="1g.20gb", slices=1,

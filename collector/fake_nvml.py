@@ -21,7 +21,9 @@ start_s=1_784_000_000.0, sample_period_s=1.0, init_error=None)``. ``gpus`` is a 
 Driving it (what a fleet simulator does each round):
 
 * set values on the dataclasses: ``gpu.util_gpu = 80``, ``gpu.power_w = 410.5``,
-  ``gpu.memory_used = ...``, ``gpu.processes = [FakeProcess(pid=4242, used_memory=...)]``,
+  ``gpu.memory_used = ...`` (what processes allocated, as nvidia-smi's "Used"; NVML's v1
+  ``nvmlDeviceGetMemoryInfo`` adds ``gpu.memory_reserved``, the driver's and firmware's share, as
+  a real driver does), ``gpu.processes = [FakeProcess(pid=4242, used_memory=...)]``,
   ``gpu.mig[0].memory_used = ...``;
 * ``fake.advance(seconds)`` moves the fake clock: NVML's utilization sample buffer receives one
   sample per ``sample_period_s`` with the current ``util_gpu`` / ``util_mem`` (and each
@@ -70,6 +72,7 @@ class FakeMig:
     uuid: str
     memory_total: int
     memory_used: int = 0
+    memory_reserved: int = 0
     slices: int = 1
     processes: list[FakeProcess] = field(default_factory=list)
     compute_instance_id: int = 0
@@ -83,6 +86,7 @@ class FakeGpu:
     pci_bus_id: str
     memory_total: int
     memory_used: int = 0
+    memory_reserved: int = 0        # the driver's and firmware's (nvidia-smi's "Reserved")
     util_gpu: int = 0
     util_mem: int = 0
     power_w: float = 60.0
@@ -124,7 +128,7 @@ class _EventSet:
 
 
 _MIG_HANDLE_CALLS = frozenset({
-    "nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMemoryInfo_v2",
     "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGpuInstanceId",
     "nvmlDeviceGetAttributes", "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
 })
@@ -274,10 +278,15 @@ class FakeNvml:
                                     busId=bus_id)
 
     def nvmlDeviceGetMemoryInfo(self, handle, version=None):
-        self._check("nvmlDeviceGetMemoryInfo", handle)
+        """v1 (no ``version``): ``used`` = total - free, the reserved memory counted in, as a real
+        driver answers; v2 (``version=pynvml.nvmlMemory_v2``): ``used`` and ``reserved`` apart."""
+        self._check("nvmlDeviceGetMemoryInfo_v2" if version else "nvmlDeviceGetMemoryInfo", handle)
         src = handle.mig if handle.mig is not None else handle.gpu
-        return pynvml.c_nvmlMemory_t(total=src.memory_total, used=src.memory_used,
-                                     free=src.memory_total - src.memory_used)
+        free = src.memory_total - src.memory_reserved - src.memory_used
+        if version:
+            return pynvml.c_nvmlMemory_v2_t(version=version, total=src.memory_total, reserved=src.memory_reserved,
+                                            free=free, used=src.memory_used)
+        return pynvml.c_nvmlMemory_t(total=src.memory_total, used=src.memory_total - free, free=free)
 
     def nvmlDeviceGetUtilizationRates(self, handle):
         self._check("nvmlDeviceGetUtilizationRates", handle)
@@ -410,7 +419,7 @@ def _copy_module_constants() -> None:
     module (``nvml.NVML_CLOCK_SM``, ``except nvml.NVMLError_NotSupported``) runs unchanged."""
     for name in dir(pynvml):
         if name.startswith(("NVML_", "NVMLError", "nvmlEventType", "nvmlClocksEventReason",
-                            "nvmlClocksThrottleReason")) and not hasattr(FakeNvml, name):
+                            "nvmlClocksThrottleReason", "nvmlMemory_v")) and not hasattr(FakeNvml, name):
             setattr(FakeNvml, name, getattr(pynvml, name))
 
 

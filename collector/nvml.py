@@ -58,6 +58,9 @@ class SampleRound:
     samples: list[GpuSample]
     processes: list[GpuProcess]
     events: list[GpuHealthEvent]
+    # memory the driver and firmware reserve, by (gpu_uuid, mig_instance), where NVML tells it:
+    # not stored, exposed on /metrics as dcgm-exporter's DCGM_FI_DEV_FB_RESERVED
+    reserved_bytes: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,6 +115,7 @@ class NvmlSampler:
         self._by_handle: dict[int, _Gpu] = {}
         self._names: dict[int, str] = {}
         self._owners: dict[int, object] = {}
+        self._reserved: dict[tuple[str, str], int] = {}      # this round's, by (gpu_uuid, mig_instance)
         self.stats.gpus = len(self._gpus)
 
     # ---- start and stop ---------------------------------------------------------------
@@ -233,6 +237,7 @@ class NvmlSampler:
         events: list[GpuHealthEvent] = []
         xids = self._xids_by_gpu(ts, events)
         seen_pids: set[int] = set()
+        self._reserved = {}
         for gpu in self._gpus:
             rows, procs = self._sample_one(gpu, ts, xids.get(gpu.index, []), events)
             samples.extend(rows)
@@ -244,7 +249,7 @@ class NvmlSampler:
         st.samples_total += len(samples)
         st.gpus_lost = sum(g.lost for g in self._gpus)
         st.last_round_seconds = self._timer() - started
-        return SampleRound(ts, samples, processes, events)
+        return SampleRound(ts, samples, processes, events, self._reserved)
 
     def _sample_one(self, gpu: _Gpu, ts, xids: list[XidEvent], events) -> tuple[list, list]:
         try:
@@ -282,7 +287,9 @@ class NvmlSampler:
     def _row(self, gpu: _Gpu, ent: Entity, ts, seen, physical: dict, procs_out: list):
         util_gpu, util_mem = read_utilization(self._reader, ent) if not gpu.mig_enabled \
             else (None, None)
-        used, total = read_memory(self._reader, ent)
+        used, total, reserved = read_memory(self._reader, ent)
+        if reserved is not None:
+            self._reserved[(gpu.uuid, ent.mig_instance)] = reserved
         row = GpuSample(
             ts=ts, host=self.host, gpu_uuid=gpu.uuid, gpu_index=gpu.index,
             mig_instance=ent.mig_instance, mig_profile=ent.mig_profile, model=gpu.model,

@@ -113,10 +113,23 @@ def read_utilization(reader: FieldReader, ent: Entity) -> tuple[float | None, fl
     return gpu, mem
 
 
-def read_memory(reader: FieldReader, ent: Entity) -> tuple[int | None, int | None]:
-    """(used bytes, total bytes) of the GPU or of the MIG device."""
-    mem = reader.get(ent, "memory", reader.nvml.nvmlDeviceGetMemoryInfo, ent.handle)
-    return (None, None) if mem is None else (int(mem.used), int(mem.total))
+def read_memory(reader: FieldReader, ent: Entity) -> tuple[int | None, int | None, int | None]:
+    """(used, total, reserved) bytes of the GPU or of the MIG device.
+
+    Used as nvidia-smi and dcgm-exporter count it: what processes allocated, without the memory
+    the driver and firmware reserve (NVML's v2 call; 479 MiB on an H100 80GB, 0 on a MIG device).
+    Only where the driver or the binding lacks the v2 call, v1's used, which counts the reserved
+    memory in (reserved None then)."""
+    nvml = reader.nvml
+    version = getattr(nvml, "nvmlMemory_v2", None)
+    if version is not None and "memory" not in ent.unsupported:
+        mem = reader.get(ent, "memory", nvml.nvmlDeviceGetMemoryInfo, ent.handle, version)
+        if mem is not None:
+            return int(mem.used), int(mem.total), int(mem.reserved)
+        if "memory" not in ent.unsupported:          # failed this round: no value, not v1's
+            return None, None, None
+    mem = reader.get(ent, "memory_v1", nvml.nvmlDeviceGetMemoryInfo, ent.handle)
+    return (None, None, None) if mem is None else (int(mem.used), int(mem.total), None)
 
 
 def read_physical(reader: FieldReader, ent: Entity) -> dict:

@@ -50,7 +50,7 @@ def exposition(collector) -> str:
 def test_round_trip_gives_back_the_same_records():
     sampler, result = sampled_round()
     collector = GpuMetricsCollector(stats=sampler.stats)
-    collector.update(result.samples)
+    collector.update(result.samples, result.reserved_bytes)
     back = records_from_text(exposition(collector), LATER)
     assert back == result.samples
     assert len(back) == 3 + 4
@@ -60,7 +60,7 @@ def test_round_trip_gives_back_the_same_records():
 def test_dcgm_names_units_and_labels():
     sampler, result = sampled_round()
     collector = GpuMetricsCollector(stats=sampler.stats)
-    collector.update(result.samples)
+    collector.update(result.samples, result.reserved_bytes)
     parsed = parse(exposition(collector))
     by = {}
     for s in parsed.samples:
@@ -76,6 +76,10 @@ def test_dcgm_names_units_and_labels():
     assert energy.value == 123_456_789 + 301.07 * 15 * 1000          # mJ, like DCGM
     fb = next(s for s in by["DCGM_FI_DEV_FB_FREE"] if s.labels.get("GPU_I_ID") == "4")
     assert fb.value == 19968 - 19_000                                   # MiB, like DCGM
+    # the A100's own memory as its capture's "FB Memory Usage" (MiB): used, reserved apart, free the rest
+    assert [(s.name, s.value) for name in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_RESERVED", "DCGM_FI_DEV_FB_FREE")
+            for s in by[name] if s.labels["gpu"] == "2" and "GPU_I_ID" not in s.labels] == [
+        ("DCGM_FI_DEV_FB_USED", 50), ("DCGM_FI_DEV_FB_RESERVED", 869), ("DCGM_FI_DEV_FB_FREE", 81920 - 869 - 50)]
     assert {s.labels["GPU_I_PROFILE"] for s in by["DCGM_FI_DEV_FB_USED"]
             if "GPU_I_ID" in s.labels} == {"1g.20gb"}
     assert [s.value for s in by["DCGM_FI_DEV_XID_ERRORS"] if s.labels["gpu"] == "0"] == [48]

@@ -56,9 +56,14 @@ def test_return_structs_have_pynvml_shapes():
     fake.nvmlInit()
     fake.advance(3)
     h100, l40s = fake.nvmlDeviceGetHandleByIndex(0), fake.nvmlDeviceGetHandleByIndex(1)
+    # the capture's "FB Memory Usage": Total 81559, Reserved 479, Used 59 MiB; NVML's v1 call
+    # counts the reserved memory as used (an idle H100 80GB on driver 580 answered 480 MiB)
     mem = fake.nvmlDeviceGetMemoryInfo(h100)
     assert isinstance(mem, pynvml.c_nvmlMemory_t)
-    assert (mem.total, mem.used, mem.free) == (81559 * MIB, 479 * MIB, 81080 * MIB)
+    assert (mem.total, mem.used, mem.free) == (81559 * MIB, (479 + 59) * MIB, 81021 * MIB)
+    mem = fake.nvmlDeviceGetMemoryInfo(h100, pynvml.nvmlMemory_v2)
+    assert isinstance(mem, pynvml.c_nvmlMemory_v2_t) and mem.version == pynvml.nvmlMemory_v2
+    assert (mem.total, mem.reserved, mem.used, mem.free) == (81559 * MIB, 479 * MIB, 59 * MIB, 81021 * MIB)
     pci = fake.nvmlDeviceGetPciInfo(h100)
     assert pci.busId == "00000000:53:00.0" and (pci.domain, pci.bus, pci.device) == (0, 0x53, 0)
     vtype, samples = fake.nvmlDeviceGetSamples(l40s, pynvml.NVML_GPU_UTILIZATION_SAMPLES, 0)

@@ -189,6 +189,27 @@ def test_real_pynvml_runs_unmodified():
         assert result.samples and all(r.source == "nvml" and r.gpu_uuid for r in result.samples)
 
 
+def test_memory_used_is_what_processes_hold_not_the_drivers_reserve():
+    """NVML's v1 call counts the reserved memory as used: on a real idle H100 80GB (driver 580) it
+    answered 480 MiB where nvidia-smi and dcgm-exporter say 0. The sampler reads v2 as they do, and
+    v1 only where the driver has no v2 call."""
+    idle, old_driver, flaky = (models.h100_80gb(i) for i in range(3))
+    old_driver.fail["nvmlDeviceGetMemoryInfo_v2"] = pynvml.NVML_ERROR_FUNCTION_NOT_FOUND
+    flaky.fail["nvmlDeviceGetMemoryInfo_v2"] = pynvml.NVML_ERROR_TIMEOUT
+    fake = FakeNvml([idle, old_driver, flaky], start_s=START)
+    sampler = sampler_for(fake)
+    fake.advance(15)
+    first = sampler.sample()
+    assert [(r.mem_used_bytes, r.mem_total_bytes) for r in first.samples] == [
+        (59 * MIB, 81559 * MIB), ((59 + 479) * MIB, 81559 * MIB), (None, None)]
+    assert first.reserved_bytes == {(idle.uuid, ""): 479 * MIB}
+    assert sampler.stats.field_errors["memory"] == 1
+    del flaky.fail["nvmlDeviceGetMemoryInfo_v2"]       # a failed read is retried with v2, never v1
+    old_driver.memory_used = 1000 * MIB
+    fake.advance(15)
+    assert [r.mem_used_bytes for r in sampler.sample().samples] == [59 * MIB, (1000 + 479) * MIB, 59 * MIB]
+
+
 def test_unknown_labels_are_refused():
     with pytest.raises(UnknownLabel, match="team"):
         sampler_for(FakeNvml([l40s()]), labels={"team": "nlp"})
