@@ -54,6 +54,22 @@ def test_team_waste_adds_up_and_never_counts_time_without_data(store, cfg):
     assert total[1] < total[0] and total[0] == pytest.approx(store.scalar("SELECT sum(cost_usd) FROM gpu_cost_hour"))
 
 
+def test_idle_windows_name_the_team_the_attribution_rules_give_their_time(store, cfg):
+    """An idle window, its alert and the waste per team name one team: the rules' (DESIGN.md
+    "Attribution"), not the team label on the samples. Seen on a real H100 whose job ran as root
+    with a rule root -> team: its window said 'unallocated' while the waste went to the team."""
+    from ingest.rollup.config import AttributionRule
+
+    cfg.attribution = [AttributionRule(name="nlp namespaces", team="language", when={"k8s_namespace": "nlp-*"}),
+                       AttributionRule(name="dgx pool", team="platform", when={"pool": "dgx"})]
+    load(store, cfg)
+    windows = store.rows("SELECT gpu_uuid, kind, team, user, cost_usd FROM v_idle_waste ORDER BY gpu_uuid")
+    assert windows == [("GPU-1", "allocated", "language", "ana", pytest.approx(1200 * RATE)),
+                       ("GPU-2", "unallocated", "platform", "", pytest.approx(1800 * RATE))]
+    waste = store.rows("SELECT team, idle_allocated_usd, idle_unallocated_usd FROM v_team_waste ORDER BY team")
+    assert waste == [("language", pytest.approx(1200 * RATE), 0.0), ("platform", 0.0, pytest.approx(1800 * RATE))]
+
+
 def test_a_window_that_grows_moves_its_time_from_unused_to_idle(store, cfg):
     """Ten idle minutes are unused capacity (no window yet); once the run reaches the minimum,
     the same minutes are idle, and nothing is counted twice."""
