@@ -129,9 +129,9 @@ def run(quick: bool = False) -> list[dict]:
     report_inc = rollup(store, cfg, since=(end - timedelta(days=days + 1)).date(), until=end.date(), progress=lambda m: None, now=now)
     incremental = time.perf_counter() - started
 
-    thresholds, rates = pandas_reference.inputs(store)
+    thresholds, rates, teams = pandas_reference.inputs(store)
     started = time.perf_counter()
-    pandas_reference.rollup_and_idle(files, cfg.analytics, thresholds, rates)
+    pandas_reference.rollup_and_idle(files, cfg.analytics, thresholds, rates, teams)
     pandas_s = time.perf_counter() - started
     attributed = store.scalar("SELECT count() FROM showback_focus_day WHERE x_AllocationMethod = 'gpu-time'")
     print(f"derive: {bill_lines:,} bill lines loaded; {attributed:,} showback rows of bills attributed by GPU time",

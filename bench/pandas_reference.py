@@ -36,12 +36,14 @@ def read_day(path: Path) -> pa.Table:
     return pq.read_table(path, columns=["ts"] + STRINGS + MEASURES, read_dictionary=STRINGS)
 
 
-def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rates: pd.DataFrame):
+def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rates: pd.DataFrame, teams: pd.DataFrame):
     """gpu_minute, gpu_hour and idle windows of every day in ``files`` (one file per UTC day, in order).
 
     ``analytics``: the [analytics] config (max_gap_s, default_interval_s, idle_max_gap_minutes);
     ``thresholds``: pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes (config_pools);
-    ``rates``: host, gpu_uuid, mig_instance, hour, usd_per_s (what a covered second cost)."""
+    ``rates``: host, gpu_uuid, mig_instance, hour, usd_per_s (what a covered second cost);
+    ``teams``: host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, rule_team (the
+    team the attribution rules gave that owner's GPU-time in that hour)."""
     # the samples before a day that its first ones hold on from or bridge to (as the SQL reads them)
     margin = timedelta(seconds=2 * analytics.max_gap_s + 60 * analytics.idle_max_gap_minutes)
     minutes, hours, idle, latest, loaded = [], [], [], [], {}
@@ -64,7 +66,7 @@ def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rate
         day = frame[(frame["ts"] >= d0) & (frame["ts"] < d1)]
         latest.append(day.groupby(ENTITY, observed=True)["ts"].max().reset_index())
     last_ts = pd.concat(latest, ignore_index=True).groupby(ENTITY, observed=True)["ts"].max().reset_index()
-    windows = idle_windows(pd.concat(idle, ignore_index=True), analytics, rates, last_ts)
+    windows = idle_windows(pd.concat(idle, ignore_index=True), analytics, rates, teams, last_ts)
     return pd.concat(minutes, ignore_index=True), pd.concat(hours, ignore_index=True), windows
 
 
@@ -200,11 +202,13 @@ def held_samples(df: pd.DataFrame, d0: datetime, d1: datetime, analytics, thresh
     return s[day & s["idle"].to_numpy()].drop(columns=["entity", "idle"]).reset_index(drop=True)
 
 
-def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, last_ts: pd.DataFrame) -> pd.DataFrame:
+def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, teams: pd.DataFrame,
+                 last_ts: pd.DataFrame) -> pd.DataFrame:
     """Idle windows (DESIGN.md "Idle window"), straight from their definition: a run of consecutive
     idle samples of one GPU and owner, each held until the next, with no busy sample inside and no
     no-data gap over idle_max_gap_minutes, lasting at least the pool's idle_min_minutes. A window is
-    open when it still holds its GPU entity's latest sample (``last_ts``: entity, ts)."""
+    open when it still holds its GPU entity's latest sample (``last_ts``: entity, ts). Its team is
+    the one the attribution rules gave its owner in its first hour (``teams``)."""
     idle = idle.sort_values(ENTITY + ["ts"], ignore_index=True)
     # a window goes on from the sample before when that one was idle, of the same owner, and
     # stopped holding at most the bridge before this one
@@ -239,6 +243,13 @@ def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, last_ts: pd
     w["kind"] = np.where(w["held"] == 1, "allocated", "unallocated")
     for column in OWNER:
         w[column] = np.where(w["held"] == 1, w[column].astype(str), "")
+    w["hour"] = w["start"].dt.floor("h").astype("datetime64[ms, UTC]")
+    w["held"] = w["held"].astype(np.uint8)
+    for column in ENTITY:
+        w[column] = w[column].astype(str)
+    w = w.merge(teams, on=ENTITY + ["hour", "user", "job_id", "k8s_namespace", "held"], how="left")
+    w["team"] = w["rule_team"].fillna("")
+    w = w.drop(columns=["hour", "rule_team"])
     w["avg_util_gpu"] = (w["weighted_gpu"] / w["covered_s"]).astype(np.float32)
     w["avg_util_mem"] = (w["weighted_mem"] / w["covered_s"]).astype(np.float32)
     w = w.merge(last_ts.rename(columns={"ts": "last_ts"}), on=ENTITY, how="left")
@@ -247,9 +258,9 @@ def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, last_ts: pd
     return w.drop(columns=["held", "min_minutes", "weighted_gpu", "weighted_mem"]).reset_index(drop=True)
 
 
-def inputs(store) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The idle thresholds per pool and the cost per covered second of each GPU entity and hour,
-    as the SQL sees them (config_pools and gpu_cost_hour)."""
+def inputs(store) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The idle thresholds per pool, the cost per covered second of each GPU entity and hour, and
+    the team the rules gave each owner's hour, as the SQL sees them (config_pools and gpu_cost_hour)."""
     thresholds = store.client.query_df(
         "SELECT pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes FROM config_pools")
     rates = store.client.query_df(
@@ -258,4 +269,11 @@ def inputs(store) -> tuple[pd.DataFrame, pd.DataFrame]:
         "GROUP BY host, gpu_uuid, mig_instance, hour) AS g USING (host, gpu_uuid, mig_instance, hour) "
         "GROUP BY host, gpu_uuid, mig_instance, hour")
     rates["hour"] = pd.to_datetime(rates["hour"], utc=True).astype("datetime64[ms, UTC]")
-    return thresholds, rates
+    teams = store.client.query_df(
+        "SELECT host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, argMax(team, gpu_hours) AS rule_team "
+        "FROM gpu_cost_hour GROUP BY host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held")
+    teams["hour"] = pd.to_datetime(teams["hour"], utc=True).astype("datetime64[ms, UTC]")
+    for column in ("host", "gpu_uuid", "mig_instance", "user", "job_id", "k8s_namespace"):
+        teams[column] = teams[column].astype(str)
+    teams["held"] = teams["held"].astype(np.uint8)
+    return thresholds, rates, teams

@@ -17,11 +17,11 @@ groups by ``Hostname``, ``gpu``, ``UUID`` and ``GPU_I_*``). One label is left ou
 ``modelName``, which is camelCase and fails ``promtool check metrics``; the model is the
 ``model`` label of ``gpuledger_gpu_info`` (``… * on(UUID) group_left(model) gpuledger_gpu_info``).
 Memory is split as dcgm-exporter splits it: ``FB_USED`` what processes allocated, ``FB_RESERVED``
-the driver's and firmware's share, ``FB_FREE`` the rest. What DCGM lacks is under ``gpuledger_*``: exact memory bytes and energy joules,
-``process_count``, the XID count of the interval, the sample's own time, and
-``gpuledger_gpu_info`` whose labels carry the model, environment, region, cluster, pool,
-instance, CUDA version, image and the owner (team, user, job_id, slurm_account). A value that was not
-sampled (None) has no series. ``collector.dcgm.GPULEDGER`` maps this text back onto the very
+the driver's and firmware's share, ``FB_FREE`` the rest. What DCGM lacks is under ``gpuledger_*``:
+exact memory bytes and energy joules, ``process_count``, the XID count of the interval, the
+sample's own time, and ``gpuledger_gpu_info`` whose labels carry the model, environment, region,
+cluster, pool, instance, CUDA version, image and the owner (team, user, job_id, slurm_account). A
+value that was not sampled (None) has no series. ``collector.dcgm.GPULEDGER`` maps this text back onto the very
 same ``GpuSample`` records (``ts`` comes from ``gpuledger_sample_timestamp_seconds``).
 
 Agent health: ``gpuledger_agent_rounds_total``, ``gpuledger_agent_samples_total``,

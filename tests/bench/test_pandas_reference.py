@@ -48,8 +48,8 @@ def derived(store, tmp_path):
     cfg = configuration.load(str(tmp_path / "gpuledger.toml"), env={})
     ingest_samples(store, files, progress=lambda m: None)
     rollup(store, cfg, since=date(2026, 10, 29), until=date(2026, 11, 1), progress=lambda m: None, now=END)
-    thresholds, rates = pandas_reference.inputs(store)
-    return store, pandas_reference.rollup_and_idle(files, cfg.analytics, thresholds, rates)
+    thresholds, rates, teams = pandas_reference.inputs(store)
+    return store, pandas_reference.rollup_and_idle(files, cfg.analytics, thresholds, rates, teams)
 
 
 def test_reference_computes_the_same_tables(derived):
