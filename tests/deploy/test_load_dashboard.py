@@ -2,9 +2,11 @@
 
 `gpuledger up` starts on a store whose samples and bills are loaded but not yet derived, so its
 scheduler's first derive is a backfill of every day; 50 simulated users load pages (the router
-and every callback of the page, as the browser does) meanwhile. Prints requests/s, p50 and p95,
-and holds issue #16's target: p95 under 1 s and no errors (the dashboard reads through a pool of
-read-only handles and a result cache, dashboard/reader.py).
+and every callback of the page, as the browser does) meanwhile. Asserts that every request is
+answered 200, that the load overlapped the backfill and that the backfill completes without error;
+prints requests/s, p50 and p95. The speed target (issue #16: p95 under 1 s) is held by
+``python3 -m bench --only dashboard_users``, which measures the same case next to a reference in
+the same run: a timed assertion here fails on a slow machine whatever the code does.
 """
 import json
 import threading
@@ -16,7 +18,6 @@ from tests.helpers import HttpClient, Proc, free_port, gpuledger, percentile
 
 USERS = 50
 PAGES_PER_USER = 2
-P95_GOAL_S = 1.0
 
 
 def health(url: str) -> dict:
@@ -76,11 +77,10 @@ def test_dashboard_under_50_users_while_a_backfill_runs(tmp_path):
         final = health(url)
         print(f"\n{USERS} users × {PAGES_PER_USER} pages during a backfill: {len(statuses)} requests in {elapsed:.1f} s, "
               f"{len(statuses) / elapsed:.1f} requests/s, p50 {percentile(seconds, 50) * 1000:.0f} ms, "
-              f"p95 {percentile(seconds, 95) * 1000:.0f} ms (goal < {P95_GOAL_S * 1000:.0f} ms), "
+              f"p95 {percentile(seconds, 95) * 1000:.0f} ms, "
               f"errors {sum(s != 200 for s in statuses)}; backfill still running during "
               f"{100 * sum(during_backfill) / max(len(during_backfill), 1):.0f}% of the load")
         assert statuses and all(s == 200 for s in statuses)
-        assert percentile(seconds, 95) < P95_GOAL_S
         assert any(during_backfill), "the load never overlapped the backfill"
         assert final["parts"]["rollup"]["last_error"] is None
         assert final["status"] == "ok"
