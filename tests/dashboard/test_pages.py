@@ -161,8 +161,13 @@ def test_placement_rates_and_recommendations(site, browser, screenshots_dir):
         "AND hour >= {start:DateTime} AND hour < {end:DateTime} GROUP BY pool, team, scheduler, cluster, job_id) "
         "GROUP BY pool, team", window())
     assert {(p, t): queued[(p, t)][6] for p, t, _ in waits} == {(p, t): f"{w:,.2f}" for p, t, w in waits}
+    # the planted crowded pool gets burst advice, and every burst row is a team that waited for an
+    # on-prem pool [analytics] queue_burst_wait_hours or more at p95 by that SQL (which other pools'
+    # teams do depends on where the week's window cuts the simulated queues)
     bursts = [r for r in recs if r[0] == "burst queued demand"]
-    assert bursts and {r[2] for r in bursts} == {"dgx-h100"}
+    p95_wait = {(p, t): w for p, t, w in waits}
+    assert "dgx-h100" in {r[2] for r in bursts}
+    assert all(p95_wait[(r[2], r[1])] >= site.demo.cfg.analytics.queue_burst_wait_hours for r in bursts)
     assert all(r[11].startswith(f"{r[1]} waited p95 ") and r[11].endswith(": burst") for r in bursts)
     screenshot(browser, screenshots_dir, "placement")
 

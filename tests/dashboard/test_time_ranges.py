@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pandas as pd
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.common.by import By
 
 from dashboard import queries
@@ -111,6 +112,28 @@ def window_text(browser, page: str) -> str:
     return browser.execute_script("const e = document.getElementById(arguments[0]); return e ? e.textContent : ''", key)
 
 
+def type_day(browser, box_id: str, day: date, written, tries: int = 3) -> None:
+    """Type ``day`` into the date box ``box_id`` until ``written(browser)`` holds. The box is found
+    again for each try: keys typed while Dash re-renders the filter bar (each day typed re-renders
+    the page) land in a box that is then replaced, as a click does in ``pick``."""
+    def box(d):
+        return d.execute_script("return document.getElementById(arguments[0])", box_id)
+
+    for attempt in range(1, tries + 1):
+        try:
+            field = wait(browser, box, f"no {box_id}")
+            field.click()
+            field.send_keys("\ue009a")   # ctrl+a
+            field.send_keys(str(day) + "\ue007\ue004")   # Enter, Tab
+            wait(browser, written, "", timeout=15)
+            return
+        except (TimeoutException, StaleElementReferenceException):
+            if attempt == tries:
+                value = browser.execute_script("const e = document.getElementById(arguments[0]); return e && e.value", box_id)
+                raise AssertionError(f"the picker never wrote {day} in {tries} tries: {search(browser)}, "
+                                     f"box {box_id} holds {value}") from None
+
+
 @pytest.mark.usefixtures("no_console_errors")
 def test_last_month_and_a_picked_range_survive_a_reload(site, browser):
     open_page(browser, site.url + "/spend?range=7d&team=llm-finetune&rows=gpu", "spend")
@@ -130,14 +153,7 @@ def test_last_month_and_a_picked_range_survive_a_reload(site, browser):
     first, last = f.start + timedelta(days=2), f.start + timedelta(days=9)
     picker = json.dumps({"type": "gl-filter", "name": "dates", "page": "spend"}, separators=(",", ":"), sort_keys=True)
     for box_id, day in ((picker, first), (picker + "-end-date", last)):   # Dash 4: the start box has the picker's id
-        box = wait(browser, lambda d, box_id=box_id: d.execute_script("return document.getElementById(arguments[0])", box_id),
-                   f"no {box_id}")   # found again each time: each day typed re-renders the page
-        box.click()
-        box.send_keys("\ue009a")   # ctrl+a
-        box.send_keys(str(day) + "\ue007\ue004")   # Enter, Tab
-        wait(browser, lambda d, day=day: f"from={first}" in search(d) and (day == first or f"to={last}" in search(d)),
-             f"the picker never wrote {day}: {search(browser)}, box {box_id} holds "
-             f"{browser.execute_script('const e = document.getElementById(arguments[0]); return e && e.value', box_id)}")
+        type_day(browser, box_id, day, lambda d, day=day: f"from={first}" in search(d) and (day == first or f"to={last}" in search(d)))
         wait(browser, lambda d: window_text(d, "spend").startswith(f"{first} to "), "the page never showed the day typed")
     assert "range=" not in search(browser)
     browser.refresh()
