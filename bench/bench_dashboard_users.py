@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from bench.bench_dashboard import generate, page_queries
@@ -148,14 +149,14 @@ def during_backfill(gpus: int, days: int) -> list[dict]:
     ingest_billing(store, written["billing"], progress=lambda m: None)
     server, url, st = serve(store, cfg)
     f = parse({"range": "7d"}, datetime.now(timezone.utc).date())
-    backfill = threading.Thread(target=rollup, args=(store, cfg), kwargs={"force": True, "progress": lambda m: None})
     try:
-        started = time.perf_counter()
-        backfill.start()
-        seconds, errors = load(url, 50, f.search(), f.to_data())
-        overlapped = backfill.is_alive()
-        backfill.join()
-        derive_s = time.perf_counter() - started
+        with ThreadPoolExecutor(1) as pool:
+            started = time.perf_counter()
+            backfill = pool.submit(rollup, store, cfg, force=True, progress=lambda m: None)
+            seconds, errors = load(url, 50, f.search(), f.to_data())
+            overlapped = not backfill.done()
+            backfill.result()                                     # a failed backfill raises here, no figures
+            derive_s = time.perf_counter() - started
         st.store.invalidate()
         after, errors_after = load(url, 50, f.search(), f.to_data())
     finally:

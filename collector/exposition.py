@@ -21,8 +21,8 @@ the driver's and firmware's share, ``FB_FREE`` the rest. What DCGM lacks is unde
 exact memory bytes and energy joules, ``process_count``, the XID count of the interval, the
 sample's own time, and ``gpuledger_gpu_info`` whose labels carry the model, environment, region,
 cluster, pool, instance, CUDA version, image and the owner (team, user, job_id, slurm_account). A
-value that was not sampled (None) has no series. ``collector.dcgm.GPULEDGER`` maps this text back onto the very
-same ``GpuSample`` records (``ts`` comes from ``gpuledger_sample_timestamp_seconds``).
+value that was not sampled (None) has no series. ``collector.dcgm.GPULEDGER`` maps this text back
+onto the very same ``GpuSample`` records (``ts`` comes from ``gpuledger_sample_timestamp_seconds``).
 
 Agent health: ``gpuledger_agent_rounds_total``, ``gpuledger_agent_samples_total``,
 ``gpuledger_agent_sample_errors_total{field}``, ``gpuledger_agent_gpus``,
