@@ -22,6 +22,9 @@ Rules an operator can rely on:
   2048 bytes, other labels 256, a tag key or value 512) go to ``billing_quarantine`` with file,
   row, column, reason and the raw row; the rest loads. A CSV or JSON line over 1 MiB refuses the
   file (naming row and column) before anything is parsed. Negative costs (credits, refunds) are data. Currencies are stored as given.
+* **Each line once.** Lines of a load that share their identity (``stage.IDENTITY``: rows that
+  differ only in tags, quantities or costs) get keys of their own (``distinct_line_keys``), as
+  the derivation joins bill lines on ``line_item_key``.
 * **One provider, one partition.** ProviderName aliases (``Amazon Web Services`` = ``AWS``, …)
   are stored under one name (``stage.PROVIDER_ALIASES``).
 
@@ -35,7 +38,8 @@ import logging
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -241,7 +245,8 @@ def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = pr
         report.periods = [f"{m} {p or '-'} {a or '-'}" for m, p, a in store.rows(sql("billing/load_periods", stage=good.name))]
         report.totals = [(c, float(b), float(e)) for c, b, e in store.rows(sql("billing/load_totals", stage=good.name))]
         report.warnings = azure_view_warnings(store, good.name)
-        good.replace_in()
+        with distinct_line_keys(store, good) as lines:
+            lines.replace_in()
         store.command(f"INSERT INTO {stage.QUARANTINE} SELECT * FROM {stage.q(bad.name)}")
         store.insert("billing_loads", [[
             load_id, ",".join(sorted({i.source_kind for i in inputs})), [i.label for i in inputs],
@@ -249,6 +254,18 @@ def load_inputs(store, inputs: list[Input], progress: Callable[[str], None] = pr
             ["load_id", "source_kind", "sources", "rows", "quarantined", "periods", "started_at"])
     report.seconds = time.monotonic() - started
     return report
+
+
+@contextmanager
+def distinct_line_keys(store, good) -> Iterator[Stage]:
+    """The load's staged lines with a ``line_item_key`` each of its own (sql/billing/line_keys.sql):
+    ``good`` itself when no two share one, else a copy whose repeated keys are told apart."""
+    if int(store.scalar(f"SELECT count() - uniqExact(line_item_key) FROM {stage.q(good.name)}")) == 0:
+        yield good
+        return
+    with store.staging(stage.TABLE) as lines:
+        lines.fill(sql("billing/line_keys", stage=good.name), columns=store.columns(stage.TABLE))
+        yield lines
 
 
 def _load_one(store, item: Input, load_id: str, loaded_at: str, good, bad) -> FileResult:

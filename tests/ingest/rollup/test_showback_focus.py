@@ -151,3 +151,30 @@ def test_demo_showback_reconciles_with_spend_waste_and_bills(demo):
                       "WHERE environment IN ('onprem', '')")[0]
     assert [by_component.get(k, 0) for k in ("onprem_capital", "onprem_operations", "onprem_energy")] == \
         pytest.approx(list(expected))
+
+
+def test_bill_lines_that_share_an_identity_are_each_counted_once(store, cfg, tmp_path):
+    """Seen by an independent check on the FOCUS spec's own examples (two identical rows): lines
+    whose identity columns are equal (FOCUS has no line id; tags, quantities and costs are not
+    identity) shared one line_item_key, so the showback paired each with every other (N² rows) and
+    a GPU instance's lines spread each over the weight of all (half of $20 lost from team spend)."""
+    insert_samples(store, series("2026-03-02T10:00", "2026-03-02T11:00", util_gpu=60.0, process_count=1, team="nlp"),
+                   **AWS, gpu_uuid="GPU-0", gpu_index=0)
+    instance = {"resource": "arn:aws:ec2:us-east-1:222222222222:instance/i-0abc", "start": "2026-03-02T10:00:00",
+                "cost": "10.00"}
+    volume = {"resource": "vol-1", "start": "2026-03-02T00:00:00", "end": "2026-03-03T00:00:00",
+              "service": "Amazon Elastic Block Store", "category": "Storage"}
+    ingest_billing(store, [focus_file(tmp_path / "bill.csv", [instance, instance, {**volume, "cost": "3.00"},
+                                                              {**volume, "cost": "4.00"}])], progress=lambda m: None)
+    keys = store.rows("SELECT count(), uniqExact(line_item_key) FROM billing_line_items")[0]
+    assert keys == (4, 4)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-04T00:00:00"))
+    assert store.scalar("SELECT sum(cost_usd) FROM gpu_cost_hour") == pytest.approx(20.0)
+    spend = dict(store.rows("SELECT cost_kind, sum(cost) FROM team_spend_day GROUP BY cost_kind"))
+    assert spend == pytest.approx({"cloud_gpu": 20.0, "cloud_other": 7.0})
+    showback = dict(store.rows("SELECT x_CostComponent, sum(EffectiveCost) FROM v_showback_focus GROUP BY 1"))
+    assert showback == pytest.approx({"cloud_gpu": 20.0, "cloud_other": 7.0})
+    # loaded again, the same lines keep the same keys (the first of each identity keeps its own)
+    before = store.rows("SELECT line_item_key, EffectiveCost FROM billing_line_items ORDER BY 1")
+    ingest_billing(store, [str(tmp_path / "bill.csv")], progress=lambda m: None)
+    assert store.rows("SELECT line_item_key, EffectiveCost FROM billing_line_items ORDER BY 1") == before
