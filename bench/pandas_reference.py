@@ -91,6 +91,12 @@ def holds(df: pd.DataFrame, analytics) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return entity, t, hold
 
 
+def held(samples: pd.DataFrame) -> np.ndarray:
+    """1 where a process, job, pod or user holds the GPU (allocated), whatever the process count."""
+    return ((samples["process_count"].fillna(0) > 0) | (samples["job_id"] != "") | (samples["k8s_pod"] != "")
+            | (samples["user"] != "")).to_numpy(np.uint8)
+
+
 def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd.DataFrame:
     """gpu_minute of the day [d0, d1) from the samples of [d0 - max_gap, d1 + max_gap)."""
     df = df.sort_values(ENTITY + ["ts"], ignore_index=True)
@@ -110,9 +116,9 @@ def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd
     x["t"] = t[rep]
     x["overlap"] = np.minimum(b[rep], (m + 1) * 60) - np.maximum(a[rep], m * 60)
     x["own"] = m == np.floor(t[rep] / 60)
-    x["held"] = ((x["process_count"].fillna(0) > 0)
-                 | (x["process_count"].isna() & ((x["job_id"] != "") | (x["k8s_pod"] != "") | (x["user"] != "")))
-                 ).astype(np.uint8)
+    middle = m * 60 + 30
+    x["owner_key"] = x["overlap"] + np.where((a[rep] <= middle) & (b[rep] > middle), 100., 0.)
+    x["held"] = held(x)
     for column, value, covered in WEIGHTED:
         x[covered] = np.where(x[value].notna(), x["overlap"], 0.)
         x[column] = x[value].fillna(0).astype(np.float64) * x["overlap"]
@@ -129,8 +135,9 @@ def minute_rollup(df: pd.DataFrame, d0: datetime, d1: datetime, analytics) -> pd
         xid_count=("xid_own", "sum"), ecc_uncorrected_max=("ecc_uncorrected_volatile", "max"),
         ecc_corrected_max=("ecc_corrected_volatile", "max")).reset_index()
     out["throttle_reasons"] = bit_or(groups, x["throttle"])
-    # the owner is the one that held the GPU longest in the minute (the first such sample)
-    owner = x.loc[groups["overlap"].idxmax().to_numpy(), ENTITY + OWNER + ["held"]].reset_index(drop=True)
+    # the owner is the one holding the GPU at the minute's middle, else the one whose sample held
+    # longest in the minute (the first such sample)
+    owner = x.loc[groups["owner_key"].idxmax().to_numpy(), ENTITY + OWNER + ["held"]].reset_index(drop=True)
     out = pd.concat([out, owner], axis=1)
     xid = x[x["own"] & x["xid_last"].notna()].groupby(["entity", "m"])["xid_last"].last()
     out = out.merge(xid.rename("xid_last").reset_index(), on=["entity", "m"], how="left")
@@ -190,9 +197,7 @@ def held_samples(df: pd.DataFrame, d0: datetime, d1: datetime, analytics, thresh
     s["t"], s["end"], s["entity"] = t, np.minimum(t + hold, d1.timestamp()), entity
     s["idle"] = (s["util_gpu"].notna() & (s["util_gpu"] < s["idle_util_gpu_pct"])
                  & (s["util_mem"].fillna(0) < s["idle_util_mem_pct"]))
-    s["held"] = ((s["process_count"].fillna(0) > 0)
-                 | (s["process_count"].isna() & ((s["job_id"] != "") | (s["user"] != "") | (s["k8s_pod"] != "")))
-                 ).astype(np.uint8)
+    s["held"] = held(s)
     s["owner"] = pd.util.hash_pandas_object(s[OWNER + ["held"]].astype(str), index=False).to_numpy()
     same = np.r_[False, entity[1:] == entity[:-1]]
     s["prev_idle"] = same & np.r_[False, s["idle"].to_numpy()[:-1]]

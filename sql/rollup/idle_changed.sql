@@ -1,6 +1,7 @@
 -- The earliest hour whose waste the idle windows just recomputed (__STAGE__: every window ending at
 -- or after {cutoff:DateTime64(3)}) can change, compared with the stored windows they replace
--- (NULL: none). gpu_waste_hour reads of a window only its GPU entity, start, end and kind, so a
+-- (NULL: none). gpu_waste_hour reads of a window only its GPU entity, start, end, kind and team
+-- (its first hour's, which changes only with that hour's costs, derived again then), so a
 -- window found again with the same start and kind changes nothing before the hour that holds the
 -- earlier of its two ends (an open window that grew: the hour it had reached before); any other
 -- window, found only now or no longer found, changes everything from its start.

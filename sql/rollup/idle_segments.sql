@@ -69,8 +69,7 @@ WITH
                     util_gpu < transform(pool, {pools:Array(String)}, {gpu_pct:Array(Float64)}, {default_gpu_pct:Float64})
                     AND coalesce(util_mem, 0) < transform(pool, {pools:Array(String)}, {mem_pct:Array(Float64)},
                                                           {default_mem_pct:Float64}) AS idle,
-                    toUInt8(coalesce(process_count, 0) > 0
-                            OR (process_count IS NULL AND (job_id != '' OR k8s_pod != '' OR user != ''))) AS held,
+                    toUInt8(coalesce(process_count, 0) > 0 OR job_id != '' OR k8s_pod != '' OR user != '') AS held,
                     cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) * 2 + held AS owner
                 FROM candidates
             )

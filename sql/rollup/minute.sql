@@ -65,9 +65,12 @@ WITH
     rolled AS
     (
         SELECT entity, toUInt32(m) AS m,
-            -- the owner is the one that held the GPU for most of the minute (minute resolution),
-            -- packed as owner_hash * 2 + held: a number is cheaper to carry than a tuple
-            argMax(toUInt128(owner_hash) * 2 + held, overlap)             AS owner,
+            -- the owner (minute resolution) is the one holding the GPU at the minute's middle: the
+            -- one that held most of it when the owner changes at most once in the minute; where no
+            -- sample holds the middle (a gap), the one whose sample held longest. Packed as
+            -- owner_hash * 2 + held: a number is cheaper to carry than a tuple
+            argMax(toUInt128(owner_hash) * 2 + held,
+                   overlap + if(a <= m * 60 + 30 AND b > m * 60 + 30, 100, 0)) AS owner,
             toUInt32(countIf(own))                                        AS samples,
             sum(overlap)                                                  AS covered_s,
             sumIf(overlap, util_gpu IS NOT NULL)                          AS util_covered_s,
@@ -107,8 +110,9 @@ WITH
                     SELECT ts, host, gpu_uuid, mig_instance, util_gpu, util_mem, mem_used_bytes, mem_total_bytes, power_w,
                         temperature_c, xid_count, xid_last, ecc_uncorrected_volatile, ecc_corrected_volatile, throttle_reasons,
                         cityHash64(team, user, job_id, k8s_namespace, k8s_pod, slurm_account) AS owner_hash,
-                        toUInt8(coalesce(process_count, 0) > 0
-                                OR (process_count IS NULL AND (job_id != '' OR k8s_pod != '' OR user != ''))) AS held,
+                        -- held (allocated): a process, job, pod or user holds the GPU, whatever the
+                        -- process count (a job's GPU with no process running is the job's idle time)
+                        toUInt8(coalesce(process_count, 0) > 0 OR job_id != '' OR k8s_pod != '' OR user != '') AS held,
                         cityHash64(host, gpu_uuid, mig_instance)          AS entity,
                         lagInFrame(toNullable(ts)) OVER w                 AS prev_ts,
                         leadInFrame(toNullable(ts)) OVER w                AS next_ts

@@ -54,6 +54,60 @@ def test_team_waste_adds_up_and_never_counts_time_without_data(store, cfg):
     assert total[1] < total[0] and total[0] == pytest.approx(store.scalar("SELECT sum(cost_usd) FROM gpu_cost_hour"))
 
 
+def test_a_gpu_hour_held_by_two_owners_charges_each_its_own_waste(store, cfg):
+    """Seen by an independent check: the waste of a GPU-hour went whole to one of its owners
+    (``any(team)``), so one team was charged another's idle time and the other none. ana's job
+    idles on GPU-3 until 10:30:15 (an allocated window of 1,815 s); bob's job then runs at 50 %.
+    gpu_hour gives minute 10:30 to bob (he held 45 s of it), the window is exact to the sample:
+    bob's unused time is the hour's 1,785 s outside the window at 50 %, not 1,800 s."""
+    cv = {**NLP, "gpu_uuid": "GPU-3", "team": "cv", "user": "bob", "job_id": "job-9", "k8s_namespace": "cv-train"}
+    insert_samples(store, series("2026-03-02T10:00", "2026-03-02T10:30:15", 15, util_gpu=0.0, util_mem=0.0),
+                   **{**NLP, "gpu_uuid": "GPU-3"})
+    insert_samples(store, series("2026-03-02T10:30:15", "2026-03-02T11:00", 15, util_gpu=50.0, util_mem=20.0), **cv)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
+    rows = store.rows("SELECT team, user, job_id, k8s_namespace, held, covered_s, cost_usd, idle_allocated_usd, "
+                      "idle_unallocated_usd, unused_usd, no_data_usd FROM gpu_waste_hour ORDER BY team")
+    assert rows == [
+        ("cv", "bob", "job-9", "cv-train", 1, 1800.0, pytest.approx(1800 * RATE), 0.0, 0.0,
+         pytest.approx(1785 * 0.5 * RATE), 0.0),
+        ("nlp", "ana", "job-7", "nlp-train", 1, 1800.0, pytest.approx(1800 * RATE), pytest.approx(1815 * RATE), 0.0,
+         0.0, 0.0),
+    ]
+    waste = {r[0]: r[1:] for r in store.rows("SELECT team, spend_usd, idle_usd, unused_usd FROM v_team_waste")}
+    assert waste == {"cv": pytest.approx((1800 * RATE, 0.0, 892.5 * RATE)),
+                     "nlp": pytest.approx((1800 * RATE, 1815 * RATE, 0.0))}
+    # each team's waste is what its idle windows cost plus its unused time, and the spend is gpu_cost_hour's
+    assert store.scalar("SELECT sum(cost_usd) FROM v_idle_waste WHERE team = 'nlp'") == pytest.approx(1815 * RATE)
+    assert dict(store.rows("SELECT team, sum(cost_usd) FROM gpu_cost_hour GROUP BY team")) == \
+        pytest.approx({"cv": 1800 * RATE, "nlp": 1800 * RATE})
+
+
+def test_a_gpu_hour_time_without_data_is_shared_by_its_owners_covered_time(store, cfg):
+    """Two owners in one hour, 20 minutes without data between them: each is shown its share of
+    the hour's no-data time by its covered time, and the shares add up to the GPU-hour's."""
+    cv = {**NLP, "team": "cv", "user": "bob", "job_id": "job-9", "k8s_namespace": "cv-train"}
+    insert_samples(store, series("2026-03-02T10:00", "2026-03-02T10:10", util_gpu=80.0, util_mem=20.0), **NLP)
+    insert_samples(store, series("2026-03-02T10:30", "2026-03-02T11:00", util_gpu=80.0, util_mem=20.0), **cv)
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
+    rows = store.rows("SELECT team, covered_s, no_data_s, no_data_usd, unused_usd FROM gpu_waste_hour ORDER BY team")
+    assert rows == [("cv", 1800.0, pytest.approx(1200 * 3 / 4), pytest.approx(900 * RATE), pytest.approx(360 * RATE)),
+                    ("nlp", 600.0, pytest.approx(1200 / 4), pytest.approx(300 * RATE), pytest.approx(120 * RATE))]
+
+
+def test_a_job_holding_a_gpu_with_no_process_running_is_allocated_idle(store, cfg):
+    """DESIGN.md: allocated idle is "a process or job holds the GPU". A job (or pod) whose GPU runs
+    no process at the moment (a notebook between cells, a job loading data) is the owner wasting
+    it; it was counted as unallocated idle, its user and job blanked, because the sample said
+    process_count = 0."""
+    insert_samples(store, series("2026-03-02T10:00", "2026-03-02T10:20", util_gpu=0.0, util_mem=0.0),
+                   **{**NLP, "gpu_uuid": "GPU-4", "team": "cv", "user": "carol", "job_id": "j3", "process_count": 0})
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
+    assert store.rows("SELECT kind, team, user, job_id, cost_usd FROM v_idle_waste") == \
+        [("allocated", "cv", "carol", "j3", pytest.approx(1200 * RATE))]
+    assert store.rows("SELECT held, idle_allocated_usd, idle_unallocated_usd FROM gpu_waste_hour") == \
+        [(1, pytest.approx(1200 * RATE), 0.0)]
+
+
 def test_idle_windows_name_the_team_the_attribution_rules_give_their_time(store, cfg):
     """An idle window, its alert and the waste per team name one team: the rules' (DESIGN.md
     "Attribution"), not the team label on the samples. Seen on a real H100 whose job ran as root
