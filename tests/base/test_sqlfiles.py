@@ -21,7 +21,7 @@ def test_every_placeholder_in_sql_is_one_the_code_fills():
              "rollup/bill_line_team": {"team_rules": "''"}, "rollup/showback": {"bill_lines": "SELECT 1"},
              "rollup/compliance_residency": {"allowed": "0"}, "alerts/compliance": {"policy": "residency"},
              "billing/load_periods": {"stage": "s"}, "billing/load_totals": {"stage": "s"},
-             "billing/azure_views": {"stage": "s"}, "rollup/idle_changed": {"stage": "`s`"},
+             "billing/azure_views": {"stage": "s"}, "billing/line_keys": {"stage": "s"}, "rollup/idle_changed": {"stage": "`s`"},
              # ingest/rollup/run.py sample_parts: gpu_samples, or the split hosts' merged rows
              "rollup/minute": {"samples": "gpu_samples"}, "rollup/idle_segments": {"samples": text("rollup/split_samples")}}
     for path in sorted(SQL_DIR.rglob("*.sql")):
