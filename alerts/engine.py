@@ -98,12 +98,16 @@ class Engine:
         return report
 
     def muted(self, alerts: list[tuple[AlertState, Rule]], now: datetime) -> dict[str, str]:
-        """{fingerprint: why} of firing or resolved alerts that are silenced or inhibited."""
-        silences = list_silences(self.store, now)
+        """{fingerprint: why} of firing alerts silenced or inhibited now, and of resolved alerts
+        that were silenced when they resolved (their resolve is never sent, during the silence or
+        after it)."""
+        silences = list_silences(self.store, now, include_expired=True)
         out = {}
         for st, _ in alerts:
             if st.state in (FIRING, RESOLVED):
                 sid = silenced_by(st.labels, silences, now)
+                if st.state == RESOLVED and st.resolved_at:
+                    sid = sid or silenced_by(st.labels, silences, st.resolved_at)
                 if sid:
                     out[st.fingerprint] = f"silenced by {sid}"
         firing = {st.fingerprint: st for st, _ in alerts if st.state == FIRING}

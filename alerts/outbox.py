@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from alerts.clock import utc, version
-from alerts.evaluate import sql_time
 from alerts.grouping import LastNotification
 from alerts.notification import Notification
 from base.sqlfiles import sql
@@ -61,15 +60,16 @@ def write(store, entries: list[OutboxEntry]) -> None:
         store.insert("alert_notifications", rows, COLUMNS + ["version"])
 
 
-def due(store, now: datetime, channels: list[str] | None = None) -> list[OutboxEntry]:
-    """Pending notifications whose next attempt is due, oldest first."""
-    where = "status = 'pending' AND next_attempt_at <= {now:DateTime64(3, 'UTC')}"
-    params = {"now": sql_time(now)}
+def pending(store, channels: list[str] | None = None) -> list[OutboxEntry]:
+    """Pending notifications, due or not, oldest first. A group's notifications on a channel go
+    out in this order: the delivery holds a newer one back while an older one waits for a retry,
+    so a receiver never hears "resolved" before the "firing" it resolves."""
+    where, params = "status = 'pending'", {}
     if channels is not None:
         where += " AND channel IN {channels:Array(String)}"
         params["channels"] = list(channels)
     rows = store.rows(f"SELECT {', '.join(COLUMNS)} FROM alert_notifications FINAL WHERE {where} "
-                      "ORDER BY created_at, key", params)
+                      "ORDER BY created_at, key", params or None)
     return [_entry(row) for row in rows]
 
 

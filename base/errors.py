@@ -180,7 +180,7 @@ class PartlyRefused(Refused):
 
     def __init__(self, what: str, stored: int, problems: list[str], refused: int):
         super().__init__(400, f"{refused} of {refused + stored} rows of {what} refused "
-                              f"(values their columns cannot hold); {stored} stored. "
+                              f"(values their columns cannot hold, or no host); {stored} stored. "
                               f"First: {problems[0]}")
         self.stored, self.refused, self.problems = stored, refused, problems
 

@@ -25,6 +25,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from urllib.parse import urlsplit
 
 from base.errors import MappingError
 from collector.records import GpuSample
@@ -62,8 +63,13 @@ class MetricMapping:
         return tuple(by_col.get(c, "") for c in IDENTITY_COLUMNS)
 
     def host_of(self, labels: dict, mapped: str) -> str:
-        """The host a series belongs to: the first preferred host label present, else the mapped one."""
-        return next((labels[name] for name in self.host_labels if labels.get(name)), labels.get(mapped, ""))
+        """The host a series belongs to: the first preferred host label present, else the mapped
+        one, else the host of Prometheus' ``instance`` (the target it scraped, as a scrape of
+        ours takes the target URL's host: dcgm-exporter run with ``--no-hostname``)."""
+        host = next((labels[name] for name in self.host_labels if labels.get(name)), labels.get(mapped, ""))
+        if not host and labels.get("instance"):
+            host = urlsplit("//" + labels["instance"]).hostname or ""
+        return host
 
 
 def mapping_from_config(metrics: dict, labels: dict, source: str = "prometheus",
@@ -102,16 +108,28 @@ def samples_to_records(samples, mapping: MetricMapping, scrape_ts: datetime,
     metrics, label_cols, info = mapping.metrics, mapping.labels, mapping.info
     host_l, uuid_l, mig_l = mapping.identity_labels()
     groups: dict[tuple, dict] = {}
+    scrape: dict[tuple, int] = {}      # series without their own time: which saved scrape an entity is in
     for name, labels, value, ts_ms in samples:
         target = metrics.get(name)
         uuid = labels.get(uuid_l)
         if not uuid or (target is None and name not in info):
             continue
         host = mapping.host_of(labels, host_l)
-        key = (host, uuid, labels.get(mig_l, ""), ts_ms)
-        acc = groups.get(key)
+        entity = (host, uuid, labels.get(mig_l, ""), ts_ms)
+        series = None
+        if ts_ms is None:
+            # a series seen again is the next scrape saved in the same file (``curl >> f.prom``):
+            # a record of its own, at its own sample time where it says one
+            series = (name, tuple(sorted(labels.items())))
+            n = scrape.get(entity, 0)
+            if series in groups.get(entity + (n,), {}).get("_series", ()):
+                scrape[entity] = n = n + 1
+            entity += (n,)
+        acc = groups.get(entity)
         if acc is None:
-            acc = groups[key] = {"_labels": {}}
+            acc = groups[entity] = {"_labels": {}, "_series": set()}
+        if series is not None:
+            acc["_series"].add(series)
         _merge_labels(acc["_labels"], labels, label_cols)
         if host:
             acc["_labels"]["host"] = host
@@ -150,6 +168,7 @@ def _merge_labels(out: dict, labels: dict, label_cols: dict) -> None:
 
 
 def _finish(acc: dict, ts_ms, scrape_ts: datetime, defaults: dict, source: str, uuid_prefix: str = "") -> GpuSample:
+    acc.pop("_series", None)
     values = {**defaults, **acc.pop("_labels")}
     values["source"] = values.get("source") or source
     uuid = values.get("gpu_uuid") or ""

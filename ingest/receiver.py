@@ -172,18 +172,25 @@ class Receiver:
             defaults["environment"] = self.config.environment
         received = datetime.fromtimestamp(self.clock(), timezone.utc)
         # one row per GPU entity and sample time: a round scraped twice is sent twice
-        records = one_per_sample([r for r in samples_to_records(
-            samples, self.mapping, received, defaults, "remote_write") if r.host and r.gpu_uuid])
+        records = one_per_sample(samples_to_records(samples, self.mapping, received, defaults, "remote_write"))
+        hostless = [r for r in records if not r.host]
+        records = [r for r in records if r.host]
         self.counts["remote_write_requests"] += 1
-        if not records:
-            return 0
-        rows = [as_row(r) for r in records]
-        token = "rw:" + hashlib.sha256(body).hexdigest()
-        stored, problems = self._insert(token, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, received, "remote_write")
-        self.counts["remote_write_rows"] += stored
-        if problems:
-            self._partly_refused("a remote_write", stored, problems,
-                                 lambda p: _series_of(records[p.row], p))
+        stored = 0
+        if records:
+            rows = [as_row(r) for r in records]
+            token = "rw:" + hashlib.sha256(body).hexdigest()
+            stored, problems = self._insert(token, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, received, "remote_write")
+            self.counts["remote_write_rows"] += stored
+            if problems:
+                self._partly_refused("a remote_write", stored, problems,
+                                     lambda p: _series_of(records[p.row], p))
+        if hostless:
+            self.counts["rows_refused"] += len(hostless)
+            labels = ", ".join(filter(None, (*self.mapping.host_labels, self.mapping.identity_labels()[0], "instance")))
+            raise PartlyRefused("a remote_write", stored, [
+                f"series of GPU {hostless[0].gpu_uuid[:80]} carry none of the labels {labels}, so their host is unknown"],
+                len(hostless))
         return stored
 
     def batch(self, body: bytes, encoding: str, user_agent: str | None = None) -> Batch:

@@ -175,7 +175,8 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
         # loaded, the next run finds the intent and does not attach the file's days twice
         repair = KEY if not previous and already_loaded(store, INTENT, digest) else ()
         if repair:
-            progress(f"[{number}/{len(files)}] {path}: an earlier load of it was interrupted; finishing it")
+            progress(f"[{number}/{len(files)}] {path}: an earlier load of it did not finish (interrupted, or the file was refused); "
+                     "loading it, keeping once any of its rows already stored")
         record_loaded(store, INTENT, names.get(str(path), path), digest, 0)
         label = f"[{number}/{len(files)}] {path}"
         if smi:
@@ -413,7 +414,7 @@ def load_records(store, path: Path, records: list, repair=()) -> tuple[int, int]
     _, problems = split_valid(store.column_types(TABLE), GPU_SAMPLE_COLUMNS, rows)
     if problems:
         bad, r = problems[0], unique[problems[0].row]
-        accepted = f" ({ACCEPTED_TS})" if bad.column == "ts" else ""
+        accepted = f" ({ACCEPTED_TS})" if bad.column == "ts" and ACCEPTED_TS not in bad.reason else ""
         raise InputError(f"GPU {r.gpu_uuid[:80]} on {r.host[:80]} at {r.ts.isoformat()}: {bad.reason}{accepted} "
                          f"({len(problems)} sample(s) refused); nothing from this file was stored",
                          path=str(path), column=bad.column)

@@ -6,6 +6,9 @@
   a longer one schedules the next attempt for a later pass and moves on.
 * A channel that fails is skipped for the rest of the pass, so a dead channel costs one attempt
   per pass and never holds up the others.
+* A group's notifications reach a channel in the order they were decided: a newer one waits while
+  an older one of the same group and channel is still to be retried (a "resolved" never arrives
+  before the "firing" it resolves).
 * An attempt that cannot succeed (a 4xx, a refused login), or a notification still undelivered
   after ``give_up_after``, is marked ``failed``.
 """
@@ -21,7 +24,7 @@ from datetime import datetime, timedelta
 from alerts.clock import Clock
 from alerts.config import DeliveryConfig
 from alerts.durations import parse_duration
-from alerts.outbox import DELIVERED, FAILED, OutboxEntry, due, write
+from alerts.outbox import DELIVERED, FAILED, PENDING, OutboxEntry, pending, write
 from alerts.redact import redact
 from base.errors import DeliveryError
 
@@ -55,8 +58,15 @@ class Deliverer:
         """Deliver every due notification (of the ``only`` channels, when given)."""
         report = DeliveryReport()
         blocked: set[str] = set()
-        for entry in due(self.store, self.clock(), only):
-            if entry.channel in blocked:
+        waiting: set[tuple[str, str]] = set()     # groups with an older notification still undelivered
+        now = self.clock()
+        for entry in pending(self.store, only):
+            group = (entry.channel, entry.group_key)
+            if entry.channel in blocked or group in waiting:
+                waiting.add(group)
+                continue
+            if entry.next_attempt_at > now:
+                waiting.add(group)
                 continue
             channel = self.channels.get(entry.channel)
             if channel is None:
@@ -65,6 +75,8 @@ class Deliverer:
             if not self.deliver(channel, entry, report):
                 blocked.add(entry.channel)
                 report.skipped_channels[entry.channel] = entry.last_error
+            if entry.status == PENDING:
+                waiting.add(group)
         return report
 
     def deliver(self, channel, entry: OutboxEntry, report: DeliveryReport) -> bool:

@@ -23,7 +23,7 @@ def residency_condition(policies, params: dict) -> str:
             provider, _, region = entry.partition(":")
             p_key, r_key = f"res_p{len(params)}", f"res_r{len(params) + 1}"
             params[p_key], params[r_key] = glob_to_like(provider), glob_to_like(region or "*")
-            allowed.append(f"(environment LIKE {{{p_key}:String}} AND region LIKE {{{r_key}:String}})")
+            allowed.append(f"(environment ILIKE {{{p_key}:String}} AND region ILIKE {{{r_key}:String}})")
         clauses.append(f"(team = {{{team_key}:String}} AND NOT ({' OR '.join(allowed) or '0'}))")
     return " OR ".join(clauses) or "0"
 

@@ -98,7 +98,7 @@ class AnalyticsConfig:
     workers: int = 2                             # days derived at once (each on its own store handle)
     baseline_quantile: float = 0.1               # placement: a team's baseline demand = this quantile of its hourly GPUs
     saturated_pct: float = 85.0                  # placement: on-prem pool utilization above which it is saturated
-    underused_pct: float = 30.0                  # ... and below which it is a consolidation candidate
+    underused_pct: float = 30.0                  # not read (v_pool_load has its own thresholds); accepted for old configs
     queue_burst_wait_hours: float = 1.0          # placement: a team's p95 queue wait for a pool above which it should burst
     # placement: relative throughput per GPU model (A100 = 1.0), over dashboard/throughput.py's defaults
     throughput: dict[str, float] = field(default_factory=dict)

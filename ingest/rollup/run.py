@@ -46,8 +46,11 @@ def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
     started = time.perf_counter()
     now = now or datetime.now(timezone.utc)
     config_fp = configtables.fingerprint(cfg)
-    since = since or (now - timedelta(days=cfg.analytics.lookback_days)).date()
-    until = until or now.date()
+    lookback = (now - timedelta(days=cfg.analytics.lookback_days)).date(), now.date()
+    since, until = since or lookback[0], until or lookback[1]
+    # findings span days, so they are recomputed over the lookback window and the run's days: a
+    # backfill of a few days keeps the findings of the others
+    findings_window = {"since": min(since, lookback[0]), "until": max(until, lookback[1])}
     state = derived_state(store)
     current = day_inputs(store, since, until)
     days = changed_days(since, until, config_fp, force, state, current)
@@ -66,12 +69,12 @@ def _rollup(store, cfg, since, until, force, progress, now) -> RollupReport:
         found = []
         # the compliance findings read GPU-hours, their costs and bills, not the waste: beside it
         derive_waste(store, cfg, min(first.date(), changed_from.date()), last, rules, rule_params,
-                     beside=[lambda h: found.append(compliance.derive_findings(h, cfg, since=since, until=until))])
+                     beside=[lambda h: found.append(compliance.derive_findings(h, cfg, **findings_window))])
         report.findings = found[0]
         # recorded last: a run killed before this point leaves its days to be derived again
         record(store, inputs, config_fp)
     else:
-        report.findings = compliance.derive_findings(store, cfg, since=since, until=until)
+        report.findings = compliance.derive_findings(store, cfg, **findings_window)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -1,5 +1,5 @@
 -- Teams whose month-to-date spend has reached {threshold_pct} % of their monthly budget, in the
--- latest month the budget view holds. value: spend as a percentage of the budget.
+-- month of the evaluation time {now} (never a month gone by). value: spend as a percentage of the budget.
 SELECT
     team,
     toString(m)                                                  AS month,
@@ -12,8 +12,6 @@ FROM
 (
     SELECT team, month AS m, budget_usd, spend_mtd_usd, forecast_usd
     FROM v_team_budget
-    WHERE budget_usd > 0
-    ORDER BY team, month DESC
-    LIMIT 1 BY team
+    WHERE budget_usd > 0 AND month = toStartOfMonth(toDate({now:DateTime64(3, 'UTC')}, 'UTC'))
 )
 WHERE spend_mtd_usd >= budget_usd * {threshold_pct:Float64} / 100

@@ -1,5 +1,5 @@
 -- Teams whose spend forecast to the end of the month reaches {threshold_pct} % of their monthly
--- budget, in the latest month the budget view holds. value: forecast as a percentage of budget.
+-- budget, in the month of the evaluation time {now} (never a month gone by). value: forecast as a percentage of budget.
 -- When the budget is already exceeded, team_budget_exceeded (critical) inhibits this alert.
 SELECT
     team,
@@ -13,8 +13,6 @@ FROM
 (
     SELECT team, month AS m, budget_usd, spend_mtd_usd, forecast_usd
     FROM v_team_budget
-    WHERE budget_usd > 0
-    ORDER BY team, month DESC
-    LIMIT 1 BY team
+    WHERE budget_usd > 0 AND month = toStartOfMonth(toDate({now:DateTime64(3, 'UTC')}, 'UTC'))
 )
 WHERE forecast_usd >= budget_usd * {threshold_pct:Float64} / 100

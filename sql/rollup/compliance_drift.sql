@@ -1,12 +1,19 @@
 -- Runtime drift within a pool: hosts whose driver or CUDA version differs from the pool's
 -- baseline (config_pools.baseline_*, else the version most hosts of the pool run).
 WITH
+    -- each host's latest versions, and since when it has run them (its first hour on them)
     hosts AS
     (
-        SELECT pool, environment, host, argMax(driver_version, hour) AS driver, argMax(cuda_version, hour) AS cuda,
-               argMax(region, hour) AS region, min(hour) AS first, max(hour) + INTERVAL 1 HOUR AS last
-        FROM gpu_hour
-        WHERE hour >= {since:DateTime} AND hour < {until:DateTime} AND driver_version != ''
+        SELECT pool, environment, host, argMax(driver, l) AS driver, argMax(cuda, l) AS cuda,
+               argMax(reg, l) AS region, argMax(f, l) AS first, max(l) AS last
+        FROM
+        (
+            SELECT pool, environment, host, driver_version AS driver, cuda_version AS cuda, argMax(region, hour) AS reg,
+                   min(hour) AS f, max(hour) + INTERVAL 1 HOUR AS l
+            FROM gpu_hour
+            WHERE hour >= {since:DateTime} AND hour < {until:DateTime} AND driver_version != ''
+            GROUP BY pool, environment, host, driver, cuda
+        )
         GROUP BY pool, environment, host
     ),
     baseline AS

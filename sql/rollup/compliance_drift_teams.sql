@@ -1,5 +1,6 @@
--- Runtime drift across environments: a team whose workloads run a different CUDA version
--- (major.minor, the one it uses most in each environment) in different environments.
+-- Runtime drift across environments: a team (after attribution) whose workloads run a different
+-- CUDA version (major.minor, the one it uses most in each environment, by GPU-days' versions) in
+-- different environments; first and last seen are the days it ran there.
 SELECT
     'runtime_drift'                                                 AS policy,
     concat('drift-team/', team)                                     AS finding_key,
@@ -16,10 +17,12 @@ FROM
     SELECT team, env, argMax(cuda, h) AS main_cuda, sum(h) AS hours, min(f) AS first, max(l) AS last
     FROM
     (
-        SELECT team, environment AS env, extract(cuda_version, '^(\\d+\\.\\d+)') AS cuda, sum(covered_s) / 3600 AS h,
-               min(hour) AS f, max(hour) + INTERVAL 1 HOUR AS l
-        FROM gpu_hour
-        WHERE hour >= {since:DateTime} AND hour < {until:DateTime} AND held AND team != '' AND cuda_version != ''
+        -- gpu_cost_day: GPU-hours by attributed team, with each GPU-day's (latest) CUDA version
+        SELECT team, environment AS env, extract(cuda_version, '^(\\d+\\.\\d+)') AS cuda, sum(gpu_hours) AS h,
+               toDateTime(min(day), 'UTC') AS f, toDateTime(max(day) + 1, 'UTC') AS l
+        FROM gpu_cost_day
+        WHERE day >= toDate({since:DateTime}) AND day < toDate({until:DateTime}) AND held AND team != 'unallocated'
+          AND cuda_version != ''
         GROUP BY team, env, cuda
     )
     GROUP BY team, env

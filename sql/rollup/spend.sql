@@ -26,7 +26,7 @@ FROM
            0. AS estimated_cost, 0. AS gpu_hours, 0. AS utilized_gpu_hours
     FROM
     (
-        SELECT toFloat64(EffectiveCost) AS cost, BillingCurrency AS currency, environment, attribution,
+        SELECT toFloat64(EffectiveCost) AS cost, if(BillingCurrency = '', 'USD', BillingCurrency) AS currency, environment, attribution,
                ChargePeriodStart, line_item_key
         FROM (__BILL_LINES__) AS l
         WHERE ChargePeriodStart >= d0 AND ChargePeriodStart < d1

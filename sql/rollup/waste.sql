@@ -6,7 +6,7 @@
 --                 a window has one owner, a change of owner ends it);
 --   unused_usd  = the GPU-hour's rate × Σ over its covered time outside idle windows with known
 --                 utilization of (1 - utilization / 100), shared among its owners by each one's own
---                 such time (gpu_hour's owner is the one holding most of each minute, the idle
+--                 such time (gpu_hour's owner is the one holding each minute at its middle, the idle
 --                 segments' exact to the sample: sharing the hour's figure keeps every second idle or
 --                 outside windows, never both);
 --   no_data_usd = rate × (3600 - covered_s) of the GPU-hour, shared by the owners' covered time:
@@ -14,7 +14,7 @@
 -- Time with data but unknown utilization is neither idle nor unused. Where one owner's time in an
 -- hour went to several teams (rules on pod names or accounts), its usage and idle time are shared
 -- among them by their GPU-hours; an owner with idle time but no minute of the hour's cost rows
--- (it held the GPU under half of each minute) has a row of its own with the window's team.
+-- (it held the GPU at none of the minutes' middles) has a row of its own with the window's team.
 WITH
     toDateTime({from:DateTime}, 'UTC') AS d0,
     toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,

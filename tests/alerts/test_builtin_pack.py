@@ -63,6 +63,7 @@ def planted(astore):
         ("llm-finetune", month, 5000.0, 9000.0, 14000.0),
         ("research", month, 40000.0, 15000.0, 30000.0),
         ("research", last_month, 10000.0, 39000.0, 39000.0),          # an old month: not looked at
+        ("vision", last_month, 1000.0, 5000.0, 5000.0),               # over only in a month gone by: never fires
         ("search-inference", month, 0.0, 5000.0, 8000.0),             # no budget
     ])
     standins.insert(astore, "v_compliance_open", [

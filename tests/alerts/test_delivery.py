@@ -116,3 +116,33 @@ def test_secret_url_is_never_logged_or_recorded(astore, source, receiver, clock,
     assert "answered HTTP 500" in recorded
     assert "s3cr3tT0ken" not in recorded and "s3cr3tT0ken" not in caplog.text
     assert "s3cr3tT0ken" not in repr(engine.channels) and "s3cr3tT0ken" not in repr(engine.cfg)
+
+
+def test_a_resolve_never_overtakes_the_firing_it_resolves(astore, source, receiver, clock):
+    receiver.reply(503)
+    engine = make_engine(astore, [src_rule()], [webhook_channel(receiver)], clock,
+                         delivery=DeliveryConfig(backoff_initial_s=120, inline_wait_max_s=0))
+    source.set(("vision", "h1", 91.0))
+    engine.run_once()                                   # firing: 503, retried at +120 s
+    clock.advance(60)
+    source.set()
+    report = engine.run_once()                          # resolved: decided, held behind the firing
+    assert len(report.notifications) == 1 and report.delivery.delivered == []
+    assert len(receiver.requests) == 1
+    clock.advance(60)
+    report = engine.run_once()                          # the firing, then the resolve, in order
+    assert len(report.delivery.delivered) == 2
+    assert [r.json()["status"] for r in receiver.delivered()] == ["firing", "resolved"]
+
+
+def test_other_groups_go_on_while_one_waits_for_a_retry(astore, source, receiver, clock):
+    receiver.reply(503)
+    engine = make_engine(astore, [src_rule(group_by=("alertname", "host"))], [webhook_channel(receiver)], clock,
+                         delivery=DeliveryConfig(backoff_initial_s=600, inline_wait_max_s=0))
+    source.set(("vision", "h1", 91.0))
+    engine.run_once()                                   # h1: 503, retried in 10 min
+    clock.advance(60)
+    source.set(("vision", "h1", 91.0), ("vision", "h2", 92.0))
+    report = engine.run_once()
+    assert len(report.delivery.delivered) == 1
+    assert [a["labels"]["host"] for r in receiver.delivered() for a in r.json()["alerts"]] == ["h2"]

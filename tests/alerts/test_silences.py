@@ -49,6 +49,10 @@ def test_resolve_of_a_silenced_alert_is_not_sent(astore, source, receiver, clock
     source.set()
     engine.run_once()
     assert len(receiver.delivered()) == 1
+    for _ in range(3):                      # nor when the silence ends (it resolved while silenced)
+        clock.advance(1800)
+        engine.run_once()
+    assert len(receiver.delivered()) == 1
 
 
 def test_silence_needs_author_comment_and_sane_matchers(astore, clock):

@@ -31,6 +31,21 @@ def test_agent_and_dcgm_text_files_load_once(tmp_path, store):
     assert store.scalar("SELECT toUnixTimestamp(ts) FROM gpu_samples WHERE host = 'dgx-1'") == 1_784_000_000
 
 
+def test_scrapes_saved_one_after_another_in_one_file_stay_apart(tmp_path, store):
+    """``curl node:9400/metrics >> node.prom`` twice: each scrape is a sample of its own, at its
+    own time, with its own values (the second scrape has no utilization: NULL, not the first's)."""
+    gpu = 'UUID="GPU-a",Hostname="node-1",gpu="0"'
+    def scrape(ts: float, util: str) -> str:
+        return (f"gpuledger_sample_timestamp_seconds{{{gpu}}} {ts}\n" + util
+                + f"DCGM_FI_DEV_POWER_USAGE{{{gpu}}} {ts - 1_795_773_000}\n")
+    path = tmp_path / "node.prom"
+    path.write_text(scrape(1_795_773_600.125, f"DCGM_FI_DEV_GPU_UTIL{{{gpu}}} 87.5\n") + scrape(1_795_773_610.125, ""))
+    report = ingest_samples(store, [path], progress=lambda m: None)
+    assert report.rows == 2
+    assert store.rows("SELECT toUnixTimestamp64Milli(ts), util_gpu, power_w FROM gpu_samples ORDER BY ts") == [
+        (1_795_773_600_125, 87.5, 600.125), (1_795_773_610_125, None, 610.125)]
+
+
 @pytest.mark.parametrize("text, message", [
     ('DCGM_FI_DEV_GPU_UTIL{UUID="GPU-1",Hostname="h"} 50\nDCGM_FI_DEV_GPU_UTIL{UUID="GPU-2" 7\n', "line 2"),
     ('DCGM_FI_DEV_GPU_UTIL{UUID="GPU-1",Hostname="h"} 50\nDCGM_FI_DEV_GPU_UTIL{UUID="GPU-2",Hostname="h"} 700\n',

@@ -29,7 +29,6 @@ def remote_write_body(ts_ms: int = TS, stale: bool = False) -> bytes:
         series({"__name__": "DCGM_FI_DEV_FB_FREE", **gpu}, [(3072.0, ts_ms)]),
         series({"__name__": "DCGM_FI_DEV_POWER_USAGE", **gpu}, [(612.25, ts_ms)]),
         series({"__name__": "up", "instance": "node-7:9400", "job": "dcgm"}, [(1.0, ts_ms)]),
-        series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-no-host"}, [(5.0, ts_ms)]),  # skipped
     ))
 
 
@@ -60,6 +59,23 @@ def test_remote_write_lands_in_gpu_samples_once(client, store):
                       "environment, source, toUnixTimestamp64Milli(ts) FROM gpu_samples")
     assert rows == [("node-7", 3, "NVIDIA H100 80GB HBM3", 87.0, 1024 * 2**20, 4096 * 2**20, 612.25,
                      "onprem", "remote_write", TS)]
+
+
+def test_remote_write_series_without_a_host_label_take_the_instance_or_are_refused_by_name(client, store):
+    c = client()
+    body = snappy_literal(write_request(
+        # dcgm-exporter --no-hostname: the host is the target Prometheus scraped
+        series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-a", "instance": "gpu-box-7:9400", "job": "dcgm"},
+               [(40.0, TS)]),
+        series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-b", "instance": "[fd00::7]:9400"}, [(41.0, TS)]),
+        series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-nowhere"}, [(5.0, TS)]),
+    ))
+    answer = c.post("/api/v1/write", data=body, headers=RW_HEADERS)
+    assert answer.status_code == 400
+    assert "1 of 3 rows" in answer.json["error"] and "GPU-nowhere" in answer.json["error"]
+    assert "instance" in answer.json["error"]
+    assert store.rows("SELECT gpu_uuid, host, util_gpu FROM gpu_samples ORDER BY gpu_uuid") == [
+        ("GPU-a", "gpu-box-7", 40.0), ("GPU-b", "fd00::7", 41.0)]
 
 
 def test_remote_write_with_real_snappy_compression(client, store):

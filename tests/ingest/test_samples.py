@@ -125,7 +125,7 @@ def test_a_load_killed_after_attaching_some_days_is_finished_not_doubled(store, 
     store.insert("gpu_samples", first_day)                  # the day the killed run had attached
     lines = []
     report = ingest_samples(store, [path], progress=lines.append)
-    assert report.files_loaded == 1 and "an earlier load of it was interrupted" in lines[0]
+    assert report.files_loaded == 1 and "an earlier load of it did not finish" in lines[0]
     assert store.scalar("SELECT count() FROM gpu_samples") == len(frame) == 800
     assert store.scalar("SELECT uniqExact(host, gpu_uuid, ts) FROM gpu_samples") == 800
     # a file loaded in full and then loaded again with --force is loaded again, as asked
