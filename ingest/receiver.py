@@ -176,21 +176,20 @@ class Receiver:
         hostless = [r for r in records if not r.host]
         records = [r for r in records if r.host]
         self.counts["remote_write_requests"] += 1
-        stored = 0
+        stored, problems = 0, []
         if records:
             rows = [as_row(r) for r in records]
             token = "rw:" + hashlib.sha256(body).hexdigest()
             stored, problems = self._insert(token, "gpu_samples", GPU_SAMPLE_COLUMNS, rows, received, "remote_write")
             self.counts["remote_write_rows"] += stored
-            if problems:
-                self._partly_refused("a remote_write", stored, problems,
-                                     lambda p: _series_of(records[p.row], p))
+        refused = [_series_of(records[p.row], p) for p in problems[:MAX_PROBLEMS]]
         if hostless:
-            self.counts["rows_refused"] += len(hostless)
             labels = ", ".join(filter(None, (*self.mapping.host_labels, self.mapping.identity_labels()[0], "instance")))
-            raise PartlyRefused("a remote_write", stored, [
-                f"series of GPU {hostless[0].gpu_uuid[:80]} carry none of the labels {labels}, so their host is unknown"],
-                len(hostless))
+            refused.append(f"series of GPU {hostless[0].gpu_uuid[:80]} carry none of the labels {labels}, "
+                           "so their host is unknown")
+        if refused:
+            self.counts["rows_refused"] += len(problems) + len(hostless)
+            raise PartlyRefused("a remote_write", stored, refused, len(problems) + len(hostless))
         return stored
 
     def batch(self, body: bytes, encoding: str, user_agent: str | None = None) -> Batch:

@@ -175,8 +175,8 @@ def ingest_samples(store, paths: Iterable[str | Path], progress: Callable[[str],
         # loaded, the next run finds the intent and does not attach the file's days twice
         repair = KEY if not previous and already_loaded(store, INTENT, digest) else ()
         if repair:
-            progress(f"[{number}/{len(files)}] {path}: an earlier load of it did not finish (interrupted, or the file was refused); "
-                     "loading it, keeping once any of its rows already stored")
+            progress(f"[{number}/{len(files)}] {path}: an earlier load of it did not finish; loading it again "
+                     "(rows it may have stored are not stored twice)")
         record_loaded(store, INTENT, names.get(str(path), path), digest, 0)
         label = f"[{number}/{len(files)}] {path}"
         if smi:

@@ -1,15 +1,20 @@
 -- Per team and month: budget, spend month-to-date and the forecast to month end
 -- (month-to-date + the average of the last 7 complete days, across a month's start, × days left,
 -- today included). Past months: actuals. Days are UTC days; USD spend (team_spend_day keeps
--- bill lines without a currency as USD). A team with a budget and no spend has a row for this month.
+-- bill lines without a currency as USD). Every team of config_teams has a row for this month,
+-- spend or not.
 CREATE OR REPLACE VIEW v_team_budget AS
 WITH
     toDate(now('UTC')) AS d,
     monthly AS
     (
-        SELECT team, toStartOfMonth(day) AS month, sum(cost) AS spend
-        FROM team_spend_day
-        WHERE currency = 'USD'
+        SELECT team, month, sum(cost) AS spend
+        FROM
+        (
+            SELECT team, toStartOfMonth(day) AS month, cost FROM team_spend_day WHERE currency = 'USD'
+            UNION ALL
+            SELECT team, toStartOfMonth(d) AS month, 0. AS cost FROM config_teams
+        )
         GROUP BY team, month
     ),
     recent AS
@@ -20,8 +25,8 @@ WITH
         GROUP BY team
     )
 SELECT
-    if(m.team != '', m.team, t.team)                               AS team,
-    if(m.team = '', toStartOfMonth(d), m.month)                    AS month,
+    m.team                                                         AS team,
+    m.month                                                        AS month,
     t.budget_usd_month                                             AS budget_usd,
     m.spend                                                        AS spend_mtd_usd,
     if(month = toStartOfMonth(d),
@@ -31,5 +36,5 @@ SELECT
     t.budget_usd_month > 0 AND spend_mtd_usd > t.budget_usd_month  AS over_budget,
     t.budget_usd_month > 0 AND forecast_usd > t.budget_usd_month   AS forecast_over_budget
 FROM monthly AS m
-FULL OUTER JOIN config_teams AS t ON t.team = m.team
-LEFT JOIN recent AS r ON r.team = if(m.team != '', m.team, t.team);
+LEFT JOIN config_teams AS t ON t.team = m.team
+LEFT JOIN recent AS r ON r.team = m.team;

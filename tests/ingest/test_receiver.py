@@ -69,11 +69,13 @@ def test_remote_write_series_without_a_host_label_take_the_instance_or_are_refus
                [(40.0, TS)]),
         series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-b", "instance": "[fd00::7]:9400"}, [(41.0, TS)]),
         series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-nowhere"}, [(5.0, TS)]),
+        series({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-c", "Hostname": "h"}, [(700.0, TS)]),  # > 100 %
     ))
     answer = c.post("/api/v1/write", data=body, headers=RW_HEADERS)
     assert answer.status_code == 400
-    assert "1 of 3 rows" in answer.json["error"] and "GPU-nowhere" in answer.json["error"]
-    assert "instance" in answer.json["error"]
+    assert "2 of 4 rows" in answer.json["error"] and "GPU-c" in answer.json["error"]
+    assert answer.json["problems"][1].startswith("series of GPU GPU-nowhere carry none of the labels")
+    assert answer.json["problems"][1].endswith("Hostname, instance, so their host is unknown")
     assert store.rows("SELECT gpu_uuid, host, util_gpu FROM gpu_samples ORDER BY gpu_uuid") == [
         ("GPU-a", "gpu-box-7", 40.0), ("GPU-b", "fd00::7", 41.0)]
 

@@ -1,6 +1,6 @@
 """Team budgets and on-prem pool load, hand-computed: a bill line with no currency is USD spend,
-the forecast's recent days cross the month's start, a team with a budget and no spend keeps its
-name, and a pool of two GPU models is judged as one pool."""
+the forecast's recent days cross the month's start, every team with a budget has this month's
+row (spend or not, its name kept), and a pool of two GPU models is judged as one pool."""
 from datetime import date, datetime, timedelta, timezone
 
 from ingest.billing.load import ingest_billing
@@ -26,14 +26,15 @@ def test_a_bill_line_without_a_currency_is_usd_spend(store, cfg, tmp_path):
 def test_team_budget_forecast_and_a_team_without_spend(store):
     today = datetime.now(timezone.utc).date()             # the view's clock: UTC
     store.insert("config_teams", [["nlp", 1000.0], ["ghost", 500.0]], ["team", "budget_usd_month"])
+    # nlp spent $100 a day until yesterday, so nothing yet today
     store.insert("team_spend_day", [[today - timedelta(days=k), "nlp", "onprem", "onprem_capital", "USD", 100.0, 0., 1., 1.]
-                                    for k in range(10)], SPEND_COLUMNS)
+                                    for k in range(1, 11)], SPEND_COLUMNS)
     month = today.replace(day=1)
     rows = {(team, m): (budget, mtd, forecast) for team, m, budget, mtd, forecast in store.rows(
         "SELECT team, month, budget_usd, spend_mtd_usd, forecast_usd FROM v_team_budget")}
     assert rows[("ghost", month)] == (500.0, 0.0, 0.0)
     days_left = ((month + timedelta(days=32)).replace(day=1) - today).days       # today included
-    mtd = 100.0 * min(today.day, 10)
+    mtd = 100.0 * min(today.day - 1, 10)          # on the 1st of a month: none this month, still a row
     # the last 7 complete days average $100, whichever month they fall in
     assert rows[("nlp", month)] == (1000.0, mtd, mtd + 100.0 * days_left)
 
