@@ -4,7 +4,11 @@ from __future__ import annotations
 import json
 import time
 
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import (
+    ElementClickInterceptedException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -66,6 +70,24 @@ def pick(driver, id_: dict, value: str) -> None:
     option = wait(driver, opened, f"no option {value!r} in {id_}")[0]
     option.find_element(By.XPATH, "./ancestor::*[@role='option']").click()
     driver.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+
+
+def choose(driver, css: str) -> None:
+    """Click the radio or checkbox input ``css`` until it is checked: a click landing while Dash
+    lays the page out again (a chart drawn above it) is intercepted or lost, so it is made again."""
+    def checked(d):
+        found = d.find_elements(By.CSS_SELECTOR, css)
+        if not found:
+            return False
+        if found[0].is_selected():
+            return True
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'})", found[0])
+        try:
+            found[0].click()
+        except ElementClickInterceptedException:
+            return False
+        return found[0].is_selected()
+    wait(driver, checked, f"{css} could not be chosen")
 
 
 def console_errors(driver) -> list[str]:

@@ -20,7 +20,7 @@ from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.by import By
 
 from dashboard import drill, ids, queries
-from tests.dashboard.browser import open_page, part, pick, table_rows, wait
+from tests.dashboard.browser import choose, open_page, part, pick, table_rows, wait
 
 pytestmark = pytest.mark.usefixtures("no_console_errors")
 GPU_PAGE = Path(__file__).resolve().parents[2] / "dashboard" / "pages" / "gpu.py"
@@ -381,9 +381,9 @@ def test_aggregate_by_regroups_with_totals_from_sql(site, browser, span):
 def test_toggles_live_in_the_url_and_survive_a_reload(site, browser, span):
     open_page(browser, f"{site.url}/utilization{span['search']}", "utilization")
     part(browser, "utilization", "heatmap", chart=True)
-    browser.find_element(By.CSS_SELECTOR, f"#{ids.UTIL_ROWS} input[value='gpu']").click()
+    choose(browser, f"#{ids.UTIL_ROWS} input[value='gpu']")
     wait_url(browser, "/utilization", rows="gpu")
-    browser.find_element(By.CSS_SELECTOR, f"#{ids.aggregate_by('utilization')} input[value='job']").click()
+    choose(browser, f"#{ids.aggregate_by('utilization')} input[value='job']")
     wait_url(browser, "/utilization", rows="gpu", by="job")
     # a filter change keeps them
     pick(browser, ids.filter_control("env", "utilization"), "onprem")
@@ -404,7 +404,7 @@ def test_toggles_live_in_the_url_and_survive_a_reload(site, browser, span):
         .get_attribute("value") == "job"
     assert "Utilization per job and environment" in browser.find_element(By.ID, "page-utilization").text
     # back to the defaults: left out of the URL
-    browser.find_element(By.CSS_SELECTOR, f"#{ids.UTIL_ROWS} input[value='pool']").click()
+    choose(browser, f"#{ids.UTIL_ROWS} input[value='pool']")
     wait(browser, lambda d: "rows" not in query(d)[1] and query(d)[1].get("by") == ["job"], "rows=pool not dropped")
     for page in ("spend", "idle"):
         open_page(browser, f"{site.url}/{page}{span['search']}&by=environment", page)
