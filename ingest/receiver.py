@@ -188,8 +188,7 @@ class Receiver:
             refused.append(f"series of GPU {hostless[0].gpu_uuid[:80]} carry none of the labels {labels}, "
                            "so their host is unknown")
         if refused:
-            self.counts["rows_refused"] += len(problems) + len(hostless)
-            raise PartlyRefused("a remote_write", stored, refused, len(problems) + len(hostless))
+            self._partly_refused("a remote_write", stored, refused, len(problems) + len(hostless))
         return stored
 
     def batch(self, body: bytes, encoding: str, user_agent: str | None = None) -> Batch:
@@ -212,7 +211,7 @@ class Receiver:
         self.counts["batch_rows"] += stored
         self._record_version(user_agent, batch, problems)
         if problems:
-            self._partly_refused(f"batch {batch.id}", stored, problems, str)
+            self._partly_refused(f"batch {batch.id}", stored, [str(p) for p in problems[:MAX_PROBLEMS]], len(problems))
         return batch
 
     def _record_version(self, user_agent: str | None, batch: Batch, problems) -> None:
@@ -226,9 +225,10 @@ class Receiver:
         except Exception:          # a bug here must not fail a stored batch
             log.exception("receiver: recording the version of batch %s's agent failed", batch.id)
 
-    def _partly_refused(self, what: str, stored: int, problems: list[RowProblem], describe) -> None:
-        self.counts["rows_refused"] += len(problems)
-        raise PartlyRefused(what, stored, [describe(p) for p in problems[:MAX_PROBLEMS]], len(problems))
+    def _partly_refused(self, what: str, stored: int, described: list[str], refused: int) -> None:
+        """Count ``refused`` rows and answer 400 naming the first ``described`` of them."""
+        self.counts["rows_refused"] += refused
+        raise PartlyRefused(what, stored, described, refused)
 
     def store_rows(self, id: str, table: str, columns, rows, now: datetime) -> tuple[int, list[RowProblem]]:
         """Store the rows that fit ``table`` as request ``id`` (once, however often it is sent),

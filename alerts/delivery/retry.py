@@ -62,11 +62,8 @@ class Deliverer:
         now = self.clock()
         for entry in pending(self.store, only):
             group = (entry.channel, entry.group_key)
-            if entry.channel in blocked or group in waiting:
-                waiting.add(group)
-                continue
-            if entry.next_attempt_at > now:
-                waiting.add(group)
+            if entry.channel in blocked or group in waiting or entry.next_attempt_at > now:
+                waiting.add(group)        # not due, or behind one of its group not yet delivered
                 continue
             channel = self.channels.get(entry.channel)
             if channel is None:
