@@ -32,7 +32,11 @@ class Platform:
     def __init__(self, config, store):
         self.config, self.store = config, store
         self.web = Flask("gpuledger")
-        self.scheduler = BackgroundScheduler(timezone=timezone.utc, job_defaults={"coalesce": True, "max_instances": 1})
+        # A turn that comes late (the first one, due when the job is added, comes as late as the
+        # start takes) runs late rather than being dropped: APScheduler's default grace of 1 s
+        # dropped the first backfill on a slow start. Turns missed meanwhile run once.
+        self.scheduler = BackgroundScheduler(timezone=timezone.utc, job_defaults={
+            "coalesce": True, "max_instances": 1, "misfire_grace_time": None})
         self.started = time.time()
         self.host = ""
         self.metrics = SelfMetrics(store, config)      # GET /metrics (gpuledger.selfmetrics.install)

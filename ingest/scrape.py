@@ -153,8 +153,7 @@ def add_quiet_job(platform, name: str, func, seconds: float) -> None:
             state["failing"] = False
             log.info("%s recovered", name)
 
-    platform.scheduler.add_job(run, "interval", seconds=seconds, id=name, misfire_grace_time=None,
-                               next_run_time=datetime.now(timezone.utc))
+    platform.scheduler.add_job(run, "interval", seconds=seconds, id=name, next_run_time=datetime.now(timezone.utc))
 
 
 def register_scrapes(platform, store, targets) -> list[ScrapeJob]:
