@@ -17,7 +17,7 @@ from datetime import date, datetime, timedelta, timezone
 from datetime import time as dt_time
 
 from base.events import ROLLUP_FINISHED, announce
-from base.sqlfiles import sql
+from base.sqlfiles import sql, text
 from ingest.rollup import compliance, configtables
 from ingest.rollup.attribution import rules_expression
 from ingest.rollup.parallel import in_parallel, run_jobs
@@ -92,9 +92,12 @@ def derive_days(store, cfg, days: list[date], inputs: dict[date, tuple[int, int]
     idle_params = idle_parameters(cfg)
     read, hours = sample_units(days, starts, inputs), hour_units(days, starts)
 
+    share = text("rollup/entity_share")
+
     def costs(handle, unit):
-        derive_steps(handle, *unit, [("billing_line_hour", "line_hours", {}, None, "hour", None),
-                                     ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules}, "hour", None)])
+        derive_steps(handle, *unit, [("billing_line_hour", "line_hours", {}, {"entity_share": share}, "hour", None),
+                                     ("gpu_cost_hour", "cost", rule_params, {"team_rules": rules, "entity_share": share},
+                                      "hour", None)])
 
     handles = worker_handles(store, cfg.analytics.workers)
     # the rollups of every day first: a bill spanning days needs all their GPU-hours

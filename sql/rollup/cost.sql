@@ -4,37 +4,33 @@
 WITH
     toDateTime({from:DateTime}, 'UTC') AS d0,
     toDateTime({day:Date}, 'UTC') + INTERVAL 1 DAY AS d1,
-    -- the day's GPU-hours, with the normalised instance key billing is matched on
-    day_rows AS
+    -- the day's GPU-hours (with the normalised instance key billing is matched on)
+    entity_rows AS
     (
-        SELECT *, if(mig_instance = '', 0, toUInt32OrZero(extract(mig_profile, '^(\\d+)g'))) AS slices
-        FROM gpu_hour
-        WHERE hour >= d0 AND hour < d1
+        SELECT * FROM gpu_hour WHERE hour >= d0 AND hour < d1
     ),
-    -- MIG: a physical GPU's cost is shared by its instances by compute slices (7 per GPU); the
-    -- whole-GPU row keeps the unpartitioned remainder. Its energy is counted once: the whole-GPU
-    -- row's when it has power readings, else the MIG instances' mean power (dcgm-exporter repeats
-    -- the GPU's power on every instance and has no whole-GPU series) over their longest coverage;
-    -- with no whole-GPU row the instances share all of it by their slices.
-    per_gpu AS
+    -- each GPU entity-hour's part of its GPU (MIG instances by slices: entity_share.sql)
+    shares AS
     (
-        SELECT host, gpu_uuid, hour, sumIf(entity_slices, mig_instance != '') AS mig_slices,
-            countIf(mig_instance = '') > 0                                      AS whole_row,
+__ENTITY_SHARE__
+    ),
+    -- a MIG GPU's energy, counted once: the whole-GPU row's when it has power readings, else the
+    -- instances' mean power (dcgm-exporter repeats the GPU's power on every instance and has no
+    -- whole-GPU series) over their longest coverage; shared by the entities' GPU-hours
+    mig_energy AS
+    (
+        SELECT host, gpu_uuid, hour,
             if(sumIf(entity_power_covered_s, mig_instance = '') > 0, sumIf(entity_energy_j, mig_instance = ''),
                avgIf(entity_energy_j / entity_power_covered_s, mig_instance != '' AND entity_power_covered_s > 0)
                * maxIf(entity_power_covered_s, mig_instance != ''))              AS gpu_energy_j
         FROM
         (
-            SELECT host, gpu_uuid, hour, mig_instance, any(slices) AS entity_slices, sum(energy_j) AS entity_energy_j,
+            SELECT host, gpu_uuid, hour, mig_instance, sum(energy_j) AS entity_energy_j,
                 sum(power_covered_s) AS entity_power_covered_s
-            FROM day_rows GROUP BY host, gpu_uuid, hour, mig_instance
+            FROM entity_rows GROUP BY host, gpu_uuid, hour, mig_instance
         )
         GROUP BY host, gpu_uuid, hour
-    ),
-    per_entity AS
-    (
-        SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS entity_covered_s
-        FROM day_rows GROUP BY host, gpu_uuid, mig_instance, hour
+        HAVING countIf(mig_instance != '') > 0
     ),
     -- the bill lines of each instance-hour (line_hours.sql, derived just before): their sum, and
     -- the instance's GPU-seconds in the hour they are split by
@@ -48,7 +44,7 @@ WITH
     (
         SELECT resource_key, argMax(Tags, ChargePeriodStart) AS tags, argMax(SubAccountId, ChargePeriodStart) AS account
         FROM billing_line_items
-        WHERE resource_key IN (SELECT instance_key FROM day_rows WHERE instance_key != '')
+        WHERE resource_key IN (SELECT instance_key FROM entity_rows WHERE instance_key != '')
         GROUP BY resource_key
     )
 SELECT
@@ -67,17 +63,15 @@ FROM
         r.team AS team, r.user AS user, r.job_id AS job_id, r.k8s_namespace AS k8s_namespace,
         r.k8s_pod AS k8s_pod, r.slurm_account AS slurm_account, r.held AS held,
         __TEAM_RULES__ AS attribution,
-        multiIf(r.mig_instance != '', r.slices / 7, g.mig_slices > 0, greatest(0., 1 - g.mig_slices / 7), 1.) AS share,
+        s.share AS share,
         r.covered_s / 3600 * share AS gpu_hours,
         gpu_hours * if(r.util_covered_s > 0, r.util_gpu_s / r.util_covered_s, 0) / 100 AS utilized_gpu_hours,
-        if(g.mig_slices > 0,
-           coalesce(g.gpu_energy_j, 0) * if(g.whole_row, share, r.slices / g.mig_slices) * r.covered_s
-               / greatest(e.entity_covered_s, 1),
-           r.energy_j) / 3.6e6 AS energy_kwh,
+        if(s.mig, coalesce(g.gpu_energy_j, 0) * r.covered_s * share / greatest(s.gpu_share_s, 1e-9), r.energy_j)
+            / 3.6e6 AS energy_kwh,
         r.environment NOT IN ('onprem', '') AS cloud,
         b.line_count > 0 AS billed_hour,                      -- (joins give 0 / '' where nothing matches)
         multiIf(NOT cloud, 0.,
-                billed_hour, b.usd * r.covered_s * if(r.mig_instance = '', 1, r.slices / 7) / greatest(b.weight, 1e-9),
+                billed_hour, b.usd * r.covered_s * share / greatest(b.weight, 1e-9),
                 if(lp.gpus > 0, lp.usd_per_hour / lp.gpus, 0.) * gpu_hours) AS cloud_gpu_usd,
         toUInt8(cloud AND NOT billed_hour) AS estimated,
         if(cloud OR p.depreciation_months = 0, 0., p.capital_usd_per_gpu / (p.depreciation_months * 730) * gpu_hours) AS onprem_capital_usd,
@@ -85,9 +79,9 @@ FROM
         if(cloud, 0., energy_kwh * p.pue * p.energy_usd_per_kwh) AS onprem_energy_usd,
         t.tags AS tags,
         t.account AS account
-    FROM day_rows AS r
-    LEFT JOIN per_gpu AS g ON g.host = r.host AND g.gpu_uuid = r.gpu_uuid AND g.hour = r.hour
-    LEFT JOIN per_entity AS e ON e.host = r.host AND e.gpu_uuid = r.gpu_uuid AND e.mig_instance = r.mig_instance AND e.hour = r.hour
+    FROM entity_rows AS r
+    INNER JOIN shares AS s ON s.host = r.host AND s.gpu_uuid = r.gpu_uuid AND s.mig_instance = r.mig_instance AND s.hour = r.hour
+    LEFT JOIN mig_energy AS g ON g.host = r.host AND g.gpu_uuid = r.gpu_uuid AND g.hour = r.hour
     LEFT JOIN billed AS b ON b.instance_key = r.instance_key AND b.hour = r.hour
     LEFT JOIN config_list_prices AS lp ON lp.instance_type = r.instance_type
     LEFT JOIN config_pools AS p ON p.pool = r.pool

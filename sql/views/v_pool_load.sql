@@ -11,7 +11,7 @@ FROM
 (
     SELECT day, pool, arrayStringConcat(arraySort(groupUniqArray(region)), ', ') AS region,
            arrayStringConcat(arraySort(groupUniqArray(model)), ', ') AS model,
-           uniqExact(host, gpu_uuid, mig_instance) AS gpus,
+           uniqExact(host, gpu_uuid) AS gpus,
            sum(gpu_hours) AS hours, sum(utilized_gpu_hours) AS utilized, sum(cost_usd) AS cost_usd, sumIf(gpu_hours, held = 1) AS held_hours
     FROM gpu_cost_day
     WHERE environment = 'onprem'

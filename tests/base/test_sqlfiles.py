@@ -17,7 +17,9 @@ def test_a_placeholder_is_filled_and_a_left_one_refused():
 
 def test_every_placeholder_in_sql_is_one_the_code_fills():
     """Each file with placeholders, filled the way its caller fills it, leaves none behind."""
-    fills = {"rollup/cost": {"team_rules": "''"}, "rollup/spend": {"bill_lines": "SELECT 1"},
+    share = text("rollup/entity_share")
+    fills = {"rollup/cost": {"team_rules": "''", "entity_share": share}, "rollup/line_hours": {"entity_share": share},
+             "rollup/spend": {"bill_lines": "SELECT 1"},
              "rollup/bill_line_team": {"team_rules": "''"}, "rollup/showback": {"bill_lines": "SELECT 1"},
              "rollup/compliance_residency": {"allowed": "0"}, "alerts/compliance": {"policy": "residency"},
              "billing/load_periods": {"stage": "s"}, "billing/load_totals": {"stage": "s"},

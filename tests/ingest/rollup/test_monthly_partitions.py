@@ -11,7 +11,7 @@ from datetime import date, datetime, timedelta
 
 import pytest
 
-from base.sqlfiles import MIGRATIONS_DIR, split_statements
+from base.sqlfiles import MIGRATIONS_DIR, split_statements, text
 from ingest.billing.load import ingest_billing
 from ingest.migrations import migrate
 from ingest.rollup.attribution import rules_expression
@@ -142,7 +142,8 @@ def test_one_query_over_a_run_of_days_gives_what_a_query_per_day_gives(store, cf
     rule_params: dict = {}
     rules = rules_expression(cfg.attribution, rule_params)
     fills = {"spend": {"bill_lines": bill_lines(rules)}, "showback": {"bill_lines": bill_lines(rules)},
-             "cost": {"team_rules": rules}}
+             "cost": {"team_rules": rules, "entity_share": text("rollup/entity_share")},
+             "line_hours": {"entity_share": text("rollup/entity_share")}}
     params = {"minute": {"max_gap_s": cfg.analytics.max_gap_s, "default_interval_s": cfg.analytics.default_interval_s},
               "idle_segments": idle_parameters(cfg)}
     for table, sql_name in RANGED:
