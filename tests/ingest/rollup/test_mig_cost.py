@@ -42,6 +42,8 @@ def test_the_gpu_adds_up_in_every_shape(store, cfg):
     gpu(store, "dcgm", "NVIDIA A100-SXM4-80GB", a100, whole_row=False)
     gpu(store, "a30", "NVIDIA A30", [("1", "2g.12gb", "alpha"), ("2", "1g.6gb", "beta")], whole_row=True)
     gpu(store, "xml", "NVIDIA A100-SXM4-80GB", [("1", "", "alpha"), ("2", "", "beta")], whole_row=False)
+    gpu(store, "full", "NVIDIA H100 80GB HBM3", [("1", "3g.40gb", "alpha"), ("2", "2g.20gb", "beta"),
+                                               ("3", "2g.20gb", "beta")], whole_row=True)
     run(store, cfg)
 
     # beside a whole-GPU row, the slices no instance holds stay with it: 3/7, 2/7 and 2/7 of 2 h
@@ -53,10 +55,13 @@ def test_the_gpu_adds_up_in_every_shape(store, cfg):
     assert per_entity(store, "a30") == {"1": pytest.approx(1.0), "2": pytest.approx(0.5), "": pytest.approx(0.5)}
     # without profiles the instances share the GPU equally (was 0 GPU-hours and $0 of capital)
     assert per_entity(store, "xml") == {"1": pytest.approx(1.0), "2": pytest.approx(1.0)}
+    # instances that fill the GPU leave its whole-GPU row nothing, and v_unallocated no empty row
+    assert per_entity(store, "full")[""] == pytest.approx(0.0)
+    assert store.rows("SELECT host, cost_usd FROM v_unallocated WHERE host IN ('full', 'xml')") == []
 
     # each GPU: 2 GPU-hours × $1.5 of capital and operations, and 280 W × 2 h = 0.56 kWh counted
     # once (× PUE 1.5 × $0.10), whatever its shape
-    for host in ("nvml", "dcgm", "a30", "xml"):
+    for host in ("nvml", "dcgm", "a30", "xml", "full"):
         assert sum(per_entity(store, host).values()) == pytest.approx(2.0), host
         assert sum(per_entity(store, host, "energy_kwh").values()) == pytest.approx(0.56), host
         assert sum(per_entity(store, host, "cost_usd").values()) == pytest.approx(2 * 1.5 + 0.56 * 1.5 * 0.10), host
