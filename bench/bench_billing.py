@@ -1,7 +1,7 @@
 """Billing load benchmark: gpuledger's FOCUS loader against ClickHouse reading the same file.
 
     python3 bench/bench_billing.py            # 1,000,000 rows
-    python3 bench/bench_billing.py --quick    # 100,000 rows
+    python3 bench/bench_billing.py --quick    # 50,000 rows
 
 A FOCUS CSV is made from the public FOCUS sample (rows repeated over a month of hours and
 many resources). Then, in one embedded store and one run:
@@ -115,7 +115,7 @@ def _in_child(target, *args):
 
 def run(quick: bool) -> list[dict]:
     """Measure once; return rows of (name, value, unit, reference, ratio, goal)."""
-    rows = 100_000 if quick else 1_000_000
+    rows = 50_000 if quick else 1_000_000
     with tempfile.TemporaryDirectory(prefix="bench-billing-") as tmp:
         path = Path(tmp) / "focus.csv"
         make_focus_csv(path, rows)

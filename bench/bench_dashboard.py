@@ -173,7 +173,7 @@ def page_times(store, repeat: int) -> list[tuple[str, float, float]]:
 
 
 def run(quick: bool = False) -> list[dict]:
-    gpus, days, repeat = (128, 14, 5) if quick else (1024, 90, 20)
+    gpus, days, repeat = (64, 14, 3) if quick else (1024, 90, 20)
     store = bench_store("dashboard")
     started = time.perf_counter()
     rows = generate(store, gpus, days)

@@ -176,7 +176,8 @@ def run(quick: bool = False) -> list[dict]:
     from dashboard.reader import ReadPool
     from gpuledger.config import Config
 
-    gpus, days, rounds = (64, 14, 3) if quick else (256, 30, 10)
+    # quick: the 50-user level alone (its goal), on a smaller store
+    gpus, days, rounds, levels = (64, 7, 3, (50,)) if quick else (256, 30, 10, LEVELS)
     store = bench_store("dashboard_users")
     rows = generate(store, gpus, days)
     print(f"generated {rows:,} GPU-hour rows ({gpus} GPUs × {days} days)", file=sys.stderr)
@@ -190,7 +191,7 @@ def run(quick: bool = False) -> list[dict]:
     one = ReadPool(store.read_only, size=1, target=store.target)
     out = []
     try:
-        for users in LEVELS:
+        for users in levels:
             figures = {}
             for mode, read_through in (("one handle", one), ("pool + cache", reader)):
                 st.store = read_through
