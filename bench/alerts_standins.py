@@ -17,7 +17,7 @@ DDL = {
         end DateTime('UTC'), duration_s UInt32, cost_usd Float64, is_open UInt8, covered_s Float64,
         model String DEFAULT 'NVIDIA H100 80GB HBM3', k8s_namespace String DEFAULT '', k8s_pod String DEFAULT '')
         ENGINE = MergeTree ORDER BY (host, gpu_uuid, start)""",
-    "gpu_waste_day": """(day Date, team String, idle_allocated_usd Float64, unused_usd Float64)
+    "gpu_waste_day": """(day Date, team String, idle_allocated_usd Float64, idle_unallocated_usd Float64, unused_usd Float64)
         ENGINE = MergeTree ORDER BY (team, day)""",
     "v_team_utilization": """(team String, environment String, day Date, utilization_pct Float64,
         gpu_hours Float64) ENGINE = MergeTree ORDER BY (team, day)""",
@@ -32,7 +32,7 @@ DDL = {
 COLUMNS = {
     "v_idle_waste": ["host", "gpu_uuid", "mig_instance", "pool", "environment", "region", "kind", "team", "user",
                      "job_id", "start", "end", "duration_s", "cost_usd", "is_open", "covered_s"],
-    "gpu_waste_day": ["day", "team", "idle_allocated_usd", "unused_usd"],
+    "gpu_waste_day": ["day", "team", "idle_allocated_usd", "idle_unallocated_usd", "unused_usd"],
     "v_team_utilization": ["team", "environment", "day", "utilization_pct", "gpu_hours"],
     "v_team_budget": ["team", "month", "budget_usd", "spend_mtd_usd", "forecast_usd"],
     "v_team_spend": ["day", "team", "environment", "cost_kind", "currency", "cost_usd"],
@@ -83,7 +83,7 @@ def fill_fleet(store, now: datetime, gpus: int = 256, days: int = 30, seed: int 
         for t in TEAMS:
             for e in ENVIRONMENTS:
                 util.append((t, e, day, float(rng.uniform(35, 70)), float(rng.uniform(50, 400))))
-                waste.append((day, t, float(rng.uniform(50, 200)), float(rng.uniform(100, 400))))
+                waste.append((day, t, float(rng.uniform(50, 200)), float(rng.uniform(0, 50)), float(rng.uniform(100, 400))))
                 for k in COST_KINDS:
                     spend.append((day, t, e, k, "USD", float(rng.uniform(100, 300))))
     insert(store, "v_team_spend", spend)

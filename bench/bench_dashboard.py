@@ -111,11 +111,13 @@ def page_queries(store, f, st) -> dict:
     from dashboard import queries as q
 
     return {
-        "overview": [lambda: q.fleet(store, f), lambda: q.idle_summary(store, f), lambda: q.budget(store, f),
-                     lambda: q.coverage(store, f), lambda: q.alert_counts(store, f), lambda: q.findings(store, f)],
+        "overview": [lambda: q.fleet(store, f), lambda: q.waste_month(store, f), lambda: q.budget(store, f),
+                     lambda: q.coverage(store, f), lambda: q.alert_counts(store, f), lambda: q.findings(store, f),
+                     lambda: q.run(store, "gpu_counts", f), lambda: q.other_currencies(store, f)],
         "utilization": [lambda: q.util_heatmap(store, f, "pool"), lambda: q.util_distribution(store, f),
                         lambda: q.mig_tree(store, f)],
-        "idle": [lambda: q.idle_windows(store, f, 300), lambda: q.idle_by_owner(store, f)],
+        "idle": [lambda: q.idle_windows(store, f, 300), lambda: q.idle_by_owner(store, f), lambda: q.waste_by(store, f),
+                 lambda: q.waste_by_gpu(store, f, limit=25)],
         "spend": [lambda: q.spend_by_team(store, f), lambda: q.spend_trend(store, f), lambda: q.budget(store, f),
                   lambda: q.unallocated(store, f)],
         "placement": [lambda: q.placement_demand(store, f, st.baseline_quantile), lambda: q.placement_usage(store, f),

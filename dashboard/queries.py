@@ -100,10 +100,6 @@ def fleet(store, f: Filters) -> pd.DataFrame:
     return run(store, "fleet", f)
 
 
-def idle_summary(store, f: Filters) -> pd.DataFrame:
-    return run(store, "idle_summary", f)
-
-
 def budget(store, f: Filters) -> pd.DataFrame:
     return run(store, "budget", f)
 

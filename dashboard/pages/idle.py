@@ -27,6 +27,8 @@ WASTE_COLUMNS = {"key": "team", "waste_usd": "waste USD", "efficiency_pct": "eff
 GPU_COLUMNS = {"team": "team", "host": "host", "gpu_uuid": "GPU", "mig_instance": "MIG", "pool": "pool",
                "users": "users", "jobs": "jobs", "namespaces": "namespaces", "gpu_hours": "GPU-hours",
                "waste_usd": "waste USD", "idle_usd": "idle", "unused_usd": "unused", "spend_usd": "GPU spend"}
+IDLE_IN_RANGE = ("idle time inside the range (a window crossing its edge counts its part inside): the idle parts of "
+                 "the waste per team")
 OFFENDER_COLUMNS = {"team": "team", "user": "user", "job_id": "job", "host": "host", "gpu_uuid": "GPU",
                     "mig_instance": "MIG", "pool": "pool", "kind": "kind", "start": "start", "end": "end",
                     "gpu_hours": "hours", "cost_usd": "USD"}
@@ -45,10 +47,11 @@ def layout(by: str = "team", **query):
         c.card(PAGE, "waste-gpus", "GPUs behind the waste", note=f"per GPU or MIG slice and team, the {GPUS_SHOWN} costliest "
                "(the CSV has every one)"),
         c.card(PAGE, "timeline", "Idle windows", note=f"GPUs below the idle threshold for at least the minimum length; "
-               f"allocated: a process or job held the GPU; unallocated: nothing did. Costliest {TIMELINE_MAX} shown."),
-        c.card(PAGE, "by-team", "Cost wasted per team", wide=False),
-        c.card(PAGE, "by-pool", "Cost wasted per pool", wide=False),
-        c.card(PAGE, "offenders", "Worst offenders"),
+               f"allocated: a process or job held the GPU; unallocated: nothing did. Costliest {TIMELINE_MAX} shown, "
+               "each whole (a window crossing the range's edge with its whole cost)."),
+        c.card(PAGE, "by-team", "Cost wasted per team", wide=False, note=IDLE_IN_RANGE),
+        c.card(PAGE, "by-pool", "Cost wasted per pool", wide=False, note=IDLE_IN_RANGE),
+        c.card(PAGE, "offenders", "Worst offenders", note="the costliest idle windows overlapping the range, each whole"),
     ], notes=focus.notes)
 
 

@@ -9,7 +9,7 @@ SELECT
 FROM v_team_utilization
 LEFT JOIN
 (
-    SELECT team AS waste_team, sum(idle_allocated_usd + unused_usd) AS waste_usd FROM gpu_waste_day
+    SELECT team AS waste_team, sum(idle_allocated_usd + idle_unallocated_usd + unused_usd) AS waste_usd FROM gpu_waste_day
     WHERE day >= toDate({now:DateTime64(3, 'UTC')}) - toUInt32({lookback_days:Float64})
       AND day < toDate({now:DateTime64(3, 'UTC')})
     GROUP BY team

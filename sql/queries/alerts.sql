@@ -5,13 +5,16 @@
 -- that names it (alert_notifications, firing or resolved) and that notification's last attempt
 -- (alert_delivery_attempts). Unmatched LEFT JOIN columns are their defaults ('', [], 0): the
 -- dashboard's read-only handles cannot set join_use_nulls.
+-- An alert's environment is its `environment` label, else its `provider` (a compliance finding's);
+-- an alert with neither shows under every environment.
 WITH current AS (
     SELECT state, severity, rule, labels, annotations, value, active_since, fired_at, resolved_at,
            evaluated_at, fingerprint
     FROM alert_state FINAL
     WHERE state IN ('firing', 'pending', 'resolved')
       AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, labels['team']))
-      AND (empty({envs:Array(String)}) OR labels['environment'] = '' OR has({envs:Array(String)}, labels['environment']))
+      AND (empty({envs:Array(String)}) OR if(labels['environment'] != '', labels['environment'], labels['provider']) = ''
+           OR has({envs:Array(String)}, if(labels['environment'] != '', labels['environment'], labels['provider'])))
 ),
 newest AS (
     SELECT n.fp AS fingerprint, n.channel AS channel,

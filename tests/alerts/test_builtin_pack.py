@@ -57,7 +57,7 @@ def planted(astore):
     util.append(("applied-ml", "aws", (NOW - timedelta(days=2)).date(), 1.0, 10.0))
     standins.insert(astore, "v_team_utilization", util)
     standins.insert(astore, "v_team_spend", spend)
-    standins.insert(astore, "gpu_waste_day", [(d, t, 100.0, 50.0) for d, t, *_ in spend[::3]])
+    standins.insert(astore, "gpu_waste_day", [(d, t, 100.0, 20.0, 50.0) for d, t, *_ in spend[::3]])
     month, last_month = NOW.date().replace(day=1), (NOW.date().replace(day=1) - timedelta(days=1)).replace(day=1)
     standins.insert(astore, "v_team_budget", [
         ("llm-finetune", month, 5000.0, 9000.0, 14000.0),
@@ -140,7 +140,8 @@ def test_thresholds_are_config_keys(planted):
     assert [g for g in got if g[0] == "team_utilization_low"] == \
         [("team_utilization_low", t) for t in ("llm-finetune", "research", "search-inference")]
     low = next(st for st in report.firing if st.rule == "team_utilization_low")
-    assert "(target 47%, 1,400 GPU-hours, $1,050 wasted): release idle GPUs" in low.summary   # 7 days x $150
+    # waste = idle (allocated and unallocated) + unused: 7 days x $170
+    assert "(target 47%, 1,400 GPU-hours, $1,190 wasted): release idle GPUs" in low.summary
     assert "team_budget_exceeded" not in {r for r, _ in got}
     drift = next(st for st in report.firing if st.rule == "compliance_runtime_drift")
     assert drift.labels["severity"] == "info" and drift.labels["owner"] == "platform"

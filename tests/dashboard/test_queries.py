@@ -88,3 +88,22 @@ def test_page_paths_are_stable(site):
 
     assert sorted(p["path"] for p in dash.page_registry.values()) == \
         ["/", "/alerts", "/compliance", "/gpu", "/idle", "/placement", "/spend", "/utilization"]
+
+
+def test_the_environment_filter_narrows_compliance_alerts_by_their_provider(store):
+    # compliance findings label their environment `provider`: an on-prem finding is not an Azure
+    # alert (the Overview counted 4 firing alerts under env=azure while showing 1 finding)
+    at = datetime(2026, 3, 2, 12)
+    rows = [["gpu_idle_window", "fp-idle", {"team": "a", "environment": "azure"}],
+            ["compliance_runtime_drift", "fp-drift", {"team": "", "provider": "onprem"}],
+            ["compliance_untagged_spend", "fp-untagged", {"team": "", "provider": "azure"}],
+            ["team_budget_exceeded", "fp-budget", {"team": "a"}]]            # no environment: shown under every one
+    store.insert("alert_state", [[rule, fp, labels, {}, "warning", "firing", 1.0, at, at, None, at, 1]
+                                 for rule, fp, labels in rows],
+                 ["rule", "fingerprint", "labels", "annotations", "severity", "state", "value", "active_since",
+                  "fired_at", "resolved_at", "evaluated_at", "version"])
+    f = Filters(date(2026, 3, 1), date(2026, 3, 3), envs=("azure",))
+    assert queries.alert_counts(store, f)["alerts"].sum() == 3
+    assert sorted(queries.alerts(store, f)["rule"]) == ["compliance_untagged_spend", "gpu_idle_window", "team_budget_exceeded"]
+    onprem = Filters(date(2026, 3, 1), date(2026, 3, 3), envs=("onprem",))
+    assert sorted(queries.alerts(store, onprem)["rule"]) == ["compliance_runtime_drift", "team_budget_exceeded"]

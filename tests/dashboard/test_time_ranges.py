@@ -197,3 +197,24 @@ def test_the_waste_tile_follows_the_budget_month(demo):
         got = queries.waste_month(demo.store, f)
         assert alloc + unalloc + unused > 0, args
         assert got["waste_usd"].sum() == pytest.approx(alloc + unalloc + unused), args
+
+
+def test_idle_cost_per_team_counts_the_part_of_a_window_inside_the_range(demo):
+    """The Idle & waste page's "Cost wasted per team / pool" are the idle parts of its waste per team
+    in the same range: a window crossing the range's edge counts only its part inside (they added
+    the whole window), while the timeline and the worst offenders list each window whole."""
+    rows = demo.store.rows("SELECT toDate(start), cost_usd FROM idle_windows WHERE toDate(end) > toDate(start) "
+                           "AND end < {e:DateTime64(3)} ORDER BY cost_usd DESC LIMIT 1", {"e": demo.end.replace(tzinfo=None)})
+    assert rows, "the demo has no idle window across midnight to cut"
+    (last_day, _), now = rows[0], demo.end.replace(tzinfo=None)
+    f = parse({"from": str(last_day - timedelta(days=2)), "to": str(last_day)}, now)   # ends inside the window
+    inside = queries.idle_by_owner(demo.store, f)
+    waste = queries.waste_by_team(demo.store, f)
+    for team, group in inside.groupby("team"):
+        row = waste[waste["team"] == team]
+        assert group["cost_usd"].sum() == pytest.approx(float((row["idle_allocated_usd"] + row["idle_unallocated_usd"]).sum())), team
+    assert inside["cost_usd"].sum() == pytest.approx((waste["idle_allocated_usd"] + waste["idle_unallocated_usd"]).sum())
+    whole = queries.idle_windows(demo.store, f)
+    assert whole["cost_usd"].sum() > inside["cost_usd"].sum() + 0.01       # the cut window, whole
+    assert inside["windows"].sum() == len(whole)
+    assert inside["idle_gpu_hours"].sum() < whole["gpu_hours"].sum()

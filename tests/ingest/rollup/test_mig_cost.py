@@ -111,3 +111,16 @@ def test_an_hour_in_which_the_gpu_is_repartitioned_still_adds_up(store, cfg):
     hours = dict(store.rows("SELECT toHour(hour), sum(gpu_hours) FROM gpu_cost_hour GROUP BY hour"))
     assert hours == {10: pytest.approx(1.0), 11: pytest.approx(1.0)}
     assert per_entity(store, "re") == {"0": pytest.approx(0.5), "1": pytest.approx(1.5 * 3 / 7), "2": pytest.approx(1.5 * 4 / 7)}
+
+
+def test_the_runtime_matrix_counts_a_partitioned_gpu_once(store):
+    # v_runtime_matrix's gpus are physical GPUs, as the Compliance page's matrix counts them: the
+    # whole-GPU row and three instances of one A100 are one GPU (it said 4)
+    from datetime import datetime, timezone
+
+    hour = datetime.now(timezone.utc).replace(minute=0, second=0, microsecond=0, tzinfo=None)
+    rows = [["h1", "GPU-a", mig, hour, "onprem", "dgx", "550.54.15", "12.4"] for mig in ("", "1", "2", "3")]
+    rows.append(["h1", "GPU-b", "", hour, "onprem", "dgx", "550.54.15", "12.4"])
+    store.insert("gpu_hour", rows, ["host", "gpu_uuid", "mig_instance", "hour", "environment", "pool",
+                                    "driver_version", "cuda_version"])
+    assert store.rows("SELECT hosts, gpus FROM v_runtime_matrix WHERE pool = 'dgx'") == [(1, 2)]
