@@ -24,6 +24,7 @@ ENTITY = ["host", "gpu_uuid", "mig_instance"]
 LABELS = ["mig_profile", "environment", "region", "cluster", "pool", "instance_id", "instance_type", "model",
           "driver_version", "cuda_version", "image"]
 OWNER = ["team", "user", "job_id", "k8s_namespace", "k8s_pod", "slurm_account"]
+RATE_OWNER = ["user", "job_id", "k8s_namespace"]      # with held: an owner as gpu_hour and gpu_cost_hour keep it
 MEASURES = ["util_gpu", "util_mem", "mem_used_bytes", "mem_total_bytes", "power_w", "temperature_c", "xid_count",
             "xid_last", "ecc_uncorrected_volatile", "ecc_corrected_volatile", "throttle_reasons", "process_count"]
 STRINGS = ENTITY + LABELS + OWNER
@@ -41,7 +42,8 @@ def rollup_and_idle(files: list[Path], analytics, thresholds: pd.DataFrame, rate
 
     ``analytics``: the [analytics] config (max_gap_s, default_interval_s, idle_max_gap_minutes);
     ``thresholds``: pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes (config_pools);
-    ``rates``: host, gpu_uuid, mig_instance, hour, usd_per_s (what a covered second cost);
+    ``rates``: host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, usd_per_s (what
+    a covered second of that owner cost), hour_usd_per_s (of the GPU-hour);
     ``teams``: host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, rule_team (the
     team the attribution rules gave that owner's GPU-time in that hour)."""
     # the samples before a day that its first ones hold on from or bridge to (as the SQL reads them)
@@ -222,7 +224,8 @@ def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, teams: pd.D
               & (idle["t"] - idle["prev_end"] <= analytics.idle_max_gap_minutes * 60))
     idle["window"] = (~joined).cumsum()
 
-    # cost: each sample's held time, cut at hours, at its GPU-hour's cost per covered second
+    # cost: each sample's held time, cut at hours, at its owner's cost per covered second in that
+    # GPU-hour (the GPU-hour's where the owner has no cost of its own)
     first, last = np.floor(idle["t"].to_numpy() / 3600), np.ceil(idle["end"].to_numpy() / 3600)
     count = (last - first).astype(np.int64)
     rep = np.repeat(np.arange(len(idle)), count)
@@ -231,8 +234,12 @@ def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, teams: pd.D
     pieces["covered"] = (np.minimum(pieces["end"].to_numpy(), (h + 1) * 3600)
                          - np.maximum(pieces["t"].to_numpy(), h * 3600))
     pieces["hour"] = pd.to_datetime(h * 3600, unit="s", utc=True).astype("datetime64[ms, UTC]")
-    pieces = pieces.merge(rates, on=ENTITY + ["hour"], how="left")
-    pieces["cost"] = pieces["covered"] * pieces["usd_per_s"].fillna(0)
+    keys = pieces[RATE_OWNER].astype(str).assign(held=pieces["held"].astype(np.uint8))
+    pieces = pd.concat([pieces.drop(columns=RATE_OWNER + ["held"]), keys], axis=1)
+    pieces = pieces.merge(rates.drop(columns=["hour_usd_per_s"]), on=ENTITY + ["hour"] + RATE_OWNER + ["held"], how="left")
+    pieces = pieces.merge(rates.groupby(ENTITY + ["hour"], as_index=False)["hour_usd_per_s"].first(),
+                          on=ENTITY + ["hour"], how="left")
+    pieces["cost"] = pieces["covered"] * pieces["usd_per_s"].fillna(pieces["hour_usd_per_s"]).fillna(0)
     pieces["weighted_gpu"] = pieces["util_gpu"] * pieces["covered"]
     pieces["weighted_mem"] = pieces["util_mem"].fillna(0) * pieces["covered"]
 
@@ -264,16 +271,22 @@ def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, teams: pd.D
 
 
 def inputs(store) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The idle thresholds per pool, the cost per covered second of each GPU entity and hour, and
+    """The idle thresholds per pool, the cost per covered second of each GPU entity, hour and owner, and
     the team the rules gave each owner's hour, as the SQL sees them (config_pools and gpu_cost_hour)."""
     thresholds = store.client.query_df(
         "SELECT pool, idle_util_gpu_pct, idle_util_mem_pct, idle_min_minutes FROM config_pools")
     rates = store.client.query_df(
-        "SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) / any(covered_s) AS usd_per_s FROM gpu_cost_hour "
-        "INNER JOIN (SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS covered_s FROM gpu_hour "
-        "GROUP BY host, gpu_uuid, mig_instance, hour) AS g USING (host, gpu_uuid, mig_instance, hour) "
-        "GROUP BY host, gpu_uuid, mig_instance, hour")
+        "SELECT host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, cost / covered AS usd_per_s, "
+        "sum(cost) OVER h / sum(covered) OVER h AS hour_usd_per_s FROM "
+        "(SELECT host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, sum(cost_usd) AS cost "
+        " FROM gpu_cost_hour GROUP BY ALL) AS c "
+        "INNER JOIN (SELECT host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, sum(covered_s) AS covered "
+        " FROM gpu_hour GROUP BY ALL) AS g USING (host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held) "
+        "WINDOW h AS (PARTITION BY host, gpu_uuid, mig_instance, hour)")
     rates["hour"] = pd.to_datetime(rates["hour"], utc=True).astype("datetime64[ms, UTC]")
+    for column in ENTITY + RATE_OWNER:
+        rates[column] = rates[column].astype(str)
+    rates["held"] = rates["held"].astype(np.uint8)
     teams = store.client.query_df(
         "SELECT host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, argMax(team, gpu_hours) AS rule_team "
         "FROM gpu_cost_hour GROUP BY host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held")

@@ -95,23 +95,37 @@ WITH
         )
         WHERE b > a
     ),
-    -- what a covered second of each GPU entity cost in each hour of the day
+    -- what a covered second of each GPU entity cost in each hour of the day: each owner's own (its
+    -- cost rows over its covered time; on-prem energy is measured per owner), and the GPU-hour's
+    -- (for an owner with no minute of the hour's cost rows)
     rates AS
     (
-        SELECT c.host AS host, c.gpu_uuid AS gpu_uuid, c.mig_instance AS mig_instance, c.hour AS hour,
-            c.cost_usd / nullIf(g.covered_s, 0) AS usd_per_s
+        SELECT host, gpu_uuid, mig_instance, hour,
+            sum(cost_usd) / nullIf(sum(covered_s), 0)                         AS usd_per_s,
+            groupArray((user, job_id, k8s_namespace, held))                   AS owners,
+            groupArray(cost_usd / nullIf(covered_s, 0))                       AS owner_usd_per_s
         FROM
         (
-            SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) AS cost_usd FROM gpu_cost_hour
-            WHERE hour >= d0 AND hour < d1 AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
-            GROUP BY host, gpu_uuid, mig_instance, hour
-        ) AS c
-        INNER JOIN
-        (
-            SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS covered_s FROM gpu_hour
-            WHERE hour >= d0 AND hour < d1 AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
-            GROUP BY host, gpu_uuid, mig_instance, hour
-        ) AS g ON g.host = c.host AND g.gpu_uuid = c.gpu_uuid AND g.mig_instance = c.mig_instance AND g.hour = c.hour
+            SELECT c.host AS host, c.gpu_uuid AS gpu_uuid, c.mig_instance AS mig_instance, c.hour AS hour,
+                c.user AS user, c.job_id AS job_id, c.k8s_namespace AS k8s_namespace, c.held AS held,
+                c.cost_usd AS cost_usd, g.covered_s AS covered_s
+            FROM
+            (
+                SELECT host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, sum(cost_usd) AS cost_usd
+                FROM gpu_cost_hour
+                WHERE hour >= d0 AND hour < d1 AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
+                GROUP BY host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held
+            ) AS c
+            INNER JOIN
+            (
+                SELECT host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held, sum(covered_s) AS covered_s
+                FROM gpu_hour
+                WHERE hour >= d0 AND hour < d1 AND (host IN {split_hosts:Array(String)}) = {merged:Bool}
+                GROUP BY host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held
+            ) AS g ON g.host = c.host AND g.gpu_uuid = c.gpu_uuid AND g.mig_instance = c.mig_instance AND g.hour = c.hour
+                  AND g.user = c.user AND g.job_id = c.job_id AND g.k8s_namespace = c.k8s_namespace AND g.held = c.held
+        )
+        GROUP BY host, gpu_uuid, mig_instance, hour
     ),
     segments AS
     (
@@ -140,7 +154,8 @@ SELECT
        if(s.first_joins IS NULL, NULL, fromUnixTimestamp64Milli(toInt64(round(assumeNotNull(s.first_joins) * 1000)), 'UTC')),
        start)                                                                     AS joins_at,
     s.covered_s AS covered_s, s.util_gpu_s AS util_gpu_s, s.util_mem_s AS util_mem_s,
-    s.covered_s * coalesce(r.usd_per_s, 0)                                         AS cost_usd,
+    s.covered_s * coalesce(r.owner_usd_per_s[indexOf(r.owners, (s.user, s.job_id, s.k8s_namespace, s.held))],
+                           r.usd_per_s, 0)                                     AS cost_usd,
     s.environment AS environment, s.region AS region, s.pool AS pool, s.instance_id AS instance_id, s.model AS model,
     s.held AS held, s.team AS team, s.user AS user, s.job_id AS job_id, s.k8s_namespace AS k8s_namespace,
     s.k8s_pod AS k8s_pod, s.slurm_account AS slurm_account

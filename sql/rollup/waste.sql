@@ -1,14 +1,16 @@
 -- gpu_waste_hour for the hours from {from:DateTime} to the end of UTC day {day:Date}. Per GPU entity,
 -- hour and owner (DESIGN.md "Waste"): one row per team the hour's GPU-time is attributed to and owner
 -- who held it (user, job, namespace, held: gpu_cost_hour's owner), so that each part is charged to
--- whoever held the GPU. With rate = the GPU-hour's cost_usd / covered_s, its cost per covered second:
+-- whoever held the GPU. With rate = the GPU-hour's cost_usd / covered_s, its cost per covered second,
+-- and an owner's own rate its cost rows over its covered time (on-prem energy is measured per owner):
 --   idle_*_usd  = the cost of the owner's idle segments inside idle windows (allocated / unallocated;
---                 a window has one owner, a change of owner ends it);
---   unused_usd  = the GPU-hour's rate × Σ over its covered time outside idle windows with known
---                 utilization of (1 - utilization / 100), shared among its owners by each one's own
---                 such time (gpu_hour's owner is the one holding each minute at its middle, the idle
+--                 a window has one owner, a change of owner ends it), at the owner's own rate;
+--   unused_usd  = Σ over the GPU-hour's covered time outside idle windows with known utilization of
+--                 (1 - utilization / 100), in seconds, shared among its owners by each one's own such
+--                 time (gpu_hour's owner is the one holding each minute at its middle, the idle
 --                 segments' exact to the sample: sharing the hour's figure keeps every second idle or
---                 outside windows, never both);
+--                 outside windows, never both), each share at the owner's own rate (at the hour's
+--                 average rate an idle owner sharing the hour with a busy one was charged above its cost);
 --   no_data_usd = rate × (3600 - covered_s) of the GPU-hour, shared by the owners' covered time:
 --                 time without data, neither idle nor busy, never waste.
 -- Time with data but unknown utilization is neither idle nor unused. Where one owner's time in an
@@ -93,8 +95,11 @@ SELECT
     -- the GPU-hour's unused seconds (× rate), as if it had one owner
     greatest(greatest(sum(util_covered_s * share) OVER gpu_hour - sum(row_allocated_s + row_unallocated_s) OVER gpu_hour, 0)
              - greatest(sum((util_gpu_s - idle_util_gpu_s) * share) OVER gpu_hour, 0) / 100, 0) AS hour_unused_s,
-    coalesce(rate * hour_unused_s * if(sum(row_unused_s) OVER gpu_hour > 0, row_unused_s / sum(row_unused_s) OVER gpu_hour,
-                                       row_covered_s / sum(row_covered_s) OVER gpu_hour), 0)     AS unused_usd,
+    -- at the row's own cost per covered second (on-prem energy is measured per owner, so an owner's
+    -- second can cost less than the hour's average), the GPU-hour's for a row with no cost of its own
+    coalesce(if(cost_usd > 0 AND row_covered_s > 0, cost_usd / row_covered_s, rate) * hour_unused_s
+             * if(sum(row_unused_s) OVER gpu_hour > 0, row_unused_s / sum(row_unused_s) OVER gpu_hour,
+                  row_covered_s / sum(row_covered_s) OVER gpu_hour), 0)                         AS unused_usd,
     greatest(3600 - sum(row_covered_s) OVER gpu_hour, 0) * row_covered_s / nullIf(sum(row_covered_s) OVER gpu_hour, 0) AS no_data_share_s,
     coalesce(no_data_share_s, 0)                                                                  AS no_data_s,
     coalesce(rate * no_data_share_s, 0)                                                           AS no_data_usd

@@ -6,8 +6,10 @@ import pytest
 
 # Per sample held time (the rollups' hold rule), cut at hours; inside an idle window (ASOF on its
 # start, then before its end) it is idle, outside it is unused by (1 - utilization); each second
-# at its GPU-hour's cost per covered second, charged to the team of the sample's owner (user, job,
-# namespace, held) as gpu_cost_hour attributes that owner's hour. Spend is gpu_cost_hour's per team.
+# at its owner's cost per covered second in the GPU-hour (the owner's gpu_cost_hour over its gpu_hour
+# covered time: on-prem energy is measured per owner), charged to the team of the sample's owner
+# (user, job, namespace, held) as gpu_cost_hour attributes that owner's hour. Spend is
+# gpu_cost_hour's per team.
 INDEPENDENT = """
 WITH
     held AS
@@ -34,31 +36,33 @@ WITH
             toUnixTimestamp64Milli(end) / 1000. AS we, kind
         FROM idle_windows
     ),
-    rates AS
-    (
-        SELECT c.host AS host, c.gpu_uuid AS gpu_uuid, c.mig_instance AS mig_instance,
-            toFloat64(toUnixTimestamp(c.hour)) / 3600 AS h, c.cost / g.covered AS rate
-        FROM (SELECT host, gpu_uuid, mig_instance, hour, sum(cost_usd) AS cost FROM gpu_cost_hour
-              GROUP BY host, gpu_uuid, mig_instance, hour) AS c
-        INNER JOIN (SELECT host, gpu_uuid, mig_instance, hour, sum(covered_s) AS covered FROM gpu_hour
-                    GROUP BY host, gpu_uuid, mig_instance, hour) AS g
-            ON g.host = c.host AND g.gpu_uuid = c.gpu_uuid AND g.mig_instance = c.mig_instance AND g.hour = c.hour
-    ),
     teams AS
     (
-        SELECT host, gpu_uuid, mig_instance, toFloat64(toUnixTimestamp(hour)) / 3600 AS h, user, job_id, k8s_namespace,
-            held, argMax(team, gpu_hours) AS team
-        FROM gpu_cost_hour
-        GROUP BY host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held
+        SELECT o.host AS host, o.gpu_uuid AS gpu_uuid, o.mig_instance AS mig_instance, o.h AS h, o.user AS user,
+            o.job_id AS job_id, o.k8s_namespace AS k8s_namespace, o.held AS held, o.team AS team, o.cost / g.covered AS rate
+        FROM
+        (
+            SELECT host, gpu_uuid, mig_instance, toFloat64(toUnixTimestamp(hour)) / 3600 AS h, user, job_id, k8s_namespace,
+                held, argMax(team, gpu_hours) AS team, sum(cost_usd) AS cost
+            FROM gpu_cost_hour
+            GROUP BY host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held
+        ) AS o
+        INNER JOIN
+        (
+            SELECT host, gpu_uuid, mig_instance, toFloat64(toUnixTimestamp(hour)) / 3600 AS h, user, job_id, k8s_namespace,
+                held, sum(covered_s) AS covered
+            FROM gpu_hour
+            GROUP BY host, gpu_uuid, mig_instance, hour, user, job_id, k8s_namespace, held
+        ) AS g ON g.host = o.host AND g.gpu_uuid = o.gpu_uuid AND g.mig_instance = o.mig_instance AND g.h = o.h
+              AND g.user = o.user AND g.job_id = o.job_id AND g.k8s_namespace = o.k8s_namespace AND g.held = o.held
     ),
     waste AS
     (
         SELECT if(o.team = '', 'unallocated', o.team) AS team,
-            sumIf(p.dt * r.rate, p.t < w.we AND w.kind != '') AS idle,
-            sumIf(p.dt * r.rate * (1 - coalesce(p.util_gpu, 0) / 100), NOT (p.t < w.we AND w.kind != '') AND p.util_gpu IS NOT NULL) AS unused
+            sumIf(p.dt * o.rate, p.t < w.we AND w.kind != '') AS idle,
+            sumIf(p.dt * o.rate * (1 - coalesce(p.util_gpu, 0) / 100), NOT (p.t < w.we AND w.kind != '') AND p.util_gpu IS NOT NULL) AS unused
         FROM pieces AS p
         ASOF LEFT JOIN windows AS w ON w.host = p.host AND w.gpu_uuid = p.gpu_uuid AND w.mig_instance = p.mig_instance AND p.t >= w.ws
-        INNER JOIN rates AS r ON r.host = p.host AND r.gpu_uuid = p.gpu_uuid AND r.mig_instance = p.mig_instance AND r.h = p.h
         INNER JOIN teams AS o ON o.host = p.host AND o.gpu_uuid = p.gpu_uuid AND o.mig_instance = p.mig_instance AND o.h = p.h
             AND o.user = p.user AND o.job_id = p.job_id AND o.k8s_namespace = p.k8s_namespace AND o.held = p.held
         WHERE toStartOfMonth(toDateTime(toUInt32(p.h * 3600), 'UTC')) = toStartOfMonth({end:DateTime})

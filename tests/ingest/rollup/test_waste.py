@@ -188,3 +188,32 @@ def test_a_window_that_reaches_its_minimum_after_midnight_recomputes_the_day_it_
     incremental = waste_rows(store)
     rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:10:00"), force=True)
     assert waste_rows(store) == incremental
+
+
+def test_an_owner_is_never_charged_more_waste_than_its_own_time_cost(store, cfg):
+    """Seen by an independent check (an unallocated row with waste $49.94 against spend $49.56, an
+    efficiency of -0.77 %): on-prem energy is measured per owner, so in an hour a busy job and an
+    idle, unallocated GPU shared, the unallocated second costs less than the job's; priced at the
+    hour's average rate, its waste came out above its cost. Job 10:00-10:40 at 90 % and 700 W; then
+    nothing holds the GPU, idle at 100 W (a 20-minute unallocated window) on GPU-4; on GPU-5 the job
+    runs to 10:52 and the GPU sits unheld at 0 % for 8 minutes (too short for a window: unused)."""
+    kwh_usd = 1.5 * 0.10 / 3.6e6                       # USD per joule: PUE 1.5 × $0.10 per kWh
+    for gpu, end in (("GPU-4", "2026-03-02T10:40"), ("GPU-5", "2026-03-02T10:52")):
+        insert_samples(store, series("2026-03-02T10:00", end, util_gpu=90.0, util_mem=40.0, power_w=700.0),
+                       **{**NLP, "gpu_uuid": gpu})
+        insert_samples(store, series(end, "2026-03-02T11:00", util_gpu=0.0, util_mem=0.0, power_w=100.0),
+                       **{**SPARE, "gpu_uuid": gpu})
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
+    rows = {(r[0], r[1]): r[2:] for r in store.rows(
+        "SELECT gpu_uuid, team, cost_usd, idle_unallocated_usd, unused_usd FROM gpu_waste_hour")}
+    job_rate, spare_rate = RATE + 700 * kwh_usd, RATE + 100 * kwh_usd
+    # the idle, unallocated 1,200 s cost what that time cost: its own rate, waste = cost
+    assert rows[("GPU-4", "unallocated")] == pytest.approx((1200 * spare_rate, 1200 * spare_rate, 0.0))
+    assert rows[("GPU-4", "nlp")] == pytest.approx((2400 * job_rate, 0.0, 2400 * 0.1 * job_rate))
+    # the unheld 480 s at 0 %: unused, all of it, at its own rate
+    assert rows[("GPU-5", "unallocated")] == pytest.approx((480 * spare_rate, 0.0, 480 * spare_rate))
+    assert rows[("GPU-5", "nlp")] == pytest.approx((3120 * job_rate, 0.0, 3120 * 0.1 * job_rate))
+    waste = store.rows("SELECT min(spend_usd - waste_usd) FROM v_team_waste")[0][0]
+    assert waste >= -1e-9
+    # the window's own cost (v_idle_waste) is the same
+    assert store.scalar("SELECT sum(cost_usd) FROM v_idle_waste WHERE gpu_uuid = 'GPU-4'") == pytest.approx(1200 * spare_rate)
