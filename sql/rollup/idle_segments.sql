@@ -96,14 +96,14 @@ WITH
         WHERE b > a
     ),
     -- what a covered second of each GPU entity cost in each hour of the day: each owner's own (its
-    -- cost rows over its covered time; on-prem energy is measured per owner), and the GPU-hour's
-    -- (for an owner with no minute of the hour's cost rows)
+    -- cost rows over its covered time; on-prem energy is measured per owner; -1: no covered time),
+    -- and the GPU-hour's (for an owner with none, or no minute of the hour's cost rows)
     rates AS
     (
         SELECT host, gpu_uuid, mig_instance, hour,
             sum(cost_usd) / nullIf(sum(covered_s), 0)                         AS usd_per_s,
             groupArray((user, job_id, k8s_namespace, held))                   AS owners,
-            groupArray(cost_usd / nullIf(covered_s, 0))                       AS owner_usd_per_s
+            groupArray(if(covered_s > 0, cost_usd / covered_s, -1.))          AS owner_usd_per_s
         FROM
         (
             SELECT c.host AS host, c.gpu_uuid AS gpu_uuid, c.mig_instance AS mig_instance, c.hour AS hour,
@@ -154,8 +154,9 @@ SELECT
        if(s.first_joins IS NULL, NULL, fromUnixTimestamp64Milli(toInt64(round(assumeNotNull(s.first_joins) * 1000)), 'UTC')),
        start)                                                                     AS joins_at,
     s.covered_s AS covered_s, s.util_gpu_s AS util_gpu_s, s.util_mem_s AS util_mem_s,
-    s.covered_s * coalesce(r.owner_usd_per_s[indexOf(r.owners, (s.user, s.job_id, s.k8s_namespace, s.held))],
-                           r.usd_per_s, 0)                                     AS cost_usd,
+    indexOf(r.owners, (s.user, s.job_id, s.k8s_namespace, s.held))                 AS owner_at,
+    s.covered_s * if(owner_at > 0 AND r.owner_usd_per_s[owner_at] >= 0, r.owner_usd_per_s[owner_at],
+                     coalesce(r.usd_per_s, 0))                                    AS cost_usd,
     s.environment AS environment, s.region AS region, s.pool AS pool, s.instance_id AS instance_id, s.model AS model,
     s.held AS held, s.team AS team, s.user AS user, s.job_id AS job_id, s.k8s_namespace AS k8s_namespace,
     s.k8s_pod AS k8s_pod, s.slurm_account AS slurm_account

@@ -97,7 +97,7 @@ SELECT
              - greatest(sum((util_gpu_s - idle_util_gpu_s) * share) OVER gpu_hour, 0) / 100, 0) AS hour_unused_s,
     -- at the row's own cost per covered second (on-prem energy is measured per owner, so an owner's
     -- second can cost less than the hour's average), the GPU-hour's for a row with no cost of its own
-    coalesce(if(cost_usd > 0 AND row_covered_s > 0, cost_usd / row_covered_s, rate) * hour_unused_s
+    coalesce(if(costed = 1 AND row_covered_s > 0, cost_usd / row_covered_s, rate) * hour_unused_s
              * if(sum(row_unused_s) OVER gpu_hour > 0, row_unused_s / sum(row_unused_s) OVER gpu_hour,
                   row_covered_s / sum(row_covered_s) OVER gpu_hour), 0)                         AS unused_usd,
     greatest(3600 - sum(row_covered_s) OVER gpu_hour, 0) * row_covered_s / nullIf(sum(row_covered_s) OVER gpu_hour, 0) AS no_data_share_s,

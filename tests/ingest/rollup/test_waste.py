@@ -217,3 +217,21 @@ def test_an_owner_is_never_charged_more_waste_than_its_own_time_cost(store, cfg)
     assert waste >= -1e-9
     # the window's own cost (v_idle_waste) is the same
     assert store.scalar("SELECT sum(cost_usd) FROM v_idle_waste WHERE gpu_uuid = 'GPU-4'") == pytest.approx(1200 * spare_rate)
+
+
+def test_idle_time_of_an_owner_without_a_cost_row_in_its_hour_is_priced_at_the_gpu_hours_rate(store, cfg):
+    """Found in review: an owner whose idle time in an hour holds no minute's middle (it took the
+    GPU at 10:59:45) has no cost row of its own there; its 15 s were priced at $0 instead of the
+    GPU-hour's rate. The job runs 10:00-10:59:45 at 80 %; then nothing holds GPU-6, idle to 11:30."""
+    job = {**NLP, "gpu_uuid": "GPU-6"}
+    insert_samples(store, series("2026-03-02T10:00", "2026-03-02T10:59:45", 15, util_gpu=80.0, util_mem=30.0), **job)
+    insert_samples(store, series("2026-03-02T10:59:45", "2026-03-02T11:30", 15, util_gpu=0.0, util_mem=0.0),
+                   **{**SPARE, "gpu_uuid": "GPU-6"})
+    rollup(store, cfg, since=date(2026, 3, 1), until=date(2026, 3, 3), now=at("2026-03-03T00:00:00"))
+    assert store.rows("SELECT team, toHour(hour) FROM gpu_cost_hour WHERE gpu_uuid = 'GPU-6' ORDER BY hour") == \
+        [("nlp", 10), ("unallocated", 11)]                    # the unheld 15 s of hour 10 went to the job's minute
+    window = store.rows("SELECT kind, toUnixTimestamp(start), cost_usd FROM v_idle_waste WHERE gpu_uuid = 'GPU-6'")
+    assert window == [("unallocated", int(at("2026-03-02T10:59:45").timestamp()), pytest.approx((15 + 1800) * RATE))]
+    idle = dict(store.rows("SELECT toHour(hour), sum(idle_unallocated_usd) FROM gpu_waste_hour WHERE gpu_uuid = 'GPU-6' "
+                           "GROUP BY hour"))
+    assert idle == {10: pytest.approx(15 * RATE), 11: pytest.approx(1800 * RATE)}
