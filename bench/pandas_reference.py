@@ -234,8 +234,8 @@ def idle_windows(idle: pd.DataFrame, analytics, rates: pd.DataFrame, teams: pd.D
     pieces["covered"] = (np.minimum(pieces["end"].to_numpy(), (h + 1) * 3600)
                          - np.maximum(pieces["t"].to_numpy(), h * 3600))
     pieces["hour"] = pd.to_datetime(h * 3600, unit="s", utc=True).astype("datetime64[ms, UTC]")
-    keys = pieces[RATE_OWNER].astype(str).assign(held=pieces["held"].astype(np.uint8))
-    pieces = pd.concat([pieces.drop(columns=RATE_OWNER + ["held"]), keys], axis=1)
+    pieces[RATE_OWNER] = pieces[RATE_OWNER].astype(str)
+    pieces["held"] = pieces["held"].astype(np.uint8)
     pieces = pieces.merge(rates.drop(columns=["hour_usd_per_s"]), on=ENTITY + ["hour"] + RATE_OWNER + ["held"], how="left")
     pieces = pieces.merge(rates.groupby(ENTITY + ["hour"], as_index=False)["hour_usd_per_s"].first(),
                           on=ENTITY + ["hour"], how="left")

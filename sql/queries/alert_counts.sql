@@ -5,7 +5,7 @@ SELECT state, severity, count() AS alerts
 FROM alert_state FINAL
 WHERE state IN ('firing', 'pending', 'resolved')
   AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, labels['team']))
-  AND (empty({envs:Array(String)}) OR if(labels['environment'] != '', labels['environment'], labels['provider']) = ''
-       OR has({envs:Array(String)}, if(labels['environment'] != '', labels['environment'], labels['provider'])))
+  AND (empty({envs:Array(String)}) OR has(arrayPushBack({envs:Array(String)}, ''),
+                                      if(labels['environment'] != '', labels['environment'], labels['provider'])))
 GROUP BY state, severity
 ORDER BY state, severity

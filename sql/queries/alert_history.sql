@@ -5,7 +5,7 @@ SELECT ts, rule, severity, from_state, to_state, labels['team'] AS team, value, 
 FROM alert_events
 WHERE ts >= {start:DateTime('UTC')} AND ts < {end:DateTime('UTC')}
   AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, labels['team']))
-  AND (empty({envs:Array(String)}) OR if(labels['environment'] != '', labels['environment'], labels['provider']) = ''
-       OR has({envs:Array(String)}, if(labels['environment'] != '', labels['environment'], labels['provider'])))
+  AND (empty({envs:Array(String)}) OR has(arrayPushBack({envs:Array(String)}, ''),
+                                      if(labels['environment'] != '', labels['environment'], labels['provider'])))
 ORDER BY ts DESC, rule, fingerprint
 LIMIT 500

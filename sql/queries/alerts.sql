@@ -13,8 +13,8 @@ WITH current AS (
     FROM alert_state FINAL
     WHERE state IN ('firing', 'pending', 'resolved')
       AND (empty({teams:Array(String)}) OR has({teams:Array(String)}, labels['team']))
-      AND (empty({envs:Array(String)}) OR if(labels['environment'] != '', labels['environment'], labels['provider']) = ''
-           OR has({envs:Array(String)}, if(labels['environment'] != '', labels['environment'], labels['provider'])))
+      AND (empty({envs:Array(String)}) OR has(arrayPushBack({envs:Array(String)}, ''),
+                                          if(labels['environment'] != '', labels['environment'], labels['provider'])))
 ),
 newest AS (
     SELECT n.fp AS fingerprint, n.channel AS channel,
